@@ -1,0 +1,263 @@
+"""The closed-form model: epoch time, mini-batch size and staleness without
+simulating.
+
+It reads the same :class:`~asgdsim.costs.Costs` as the simulator. Where
+DESIGN.md's exact results hold (``communication: ideal``) it returns them:
+
+- async, exponential compute: staleness ~ Geometric, P(k) = (1/M)(1 - 1/M)^k;
+  any law: mean M - 1;
+- sprint, fixed cycle T, exponential compute (mean m): gradients per update
+  ~ Poisson(G T / m), conditioned on at least one (a cycle with none is no
+  update); staleness = 1 + floor(U + X / T), U ~ U(0, 1), X the step time;
+- sync: a round takes E[max of P steps] (m H_P for exponential compute);
+- constant compute: the epoch time to the exact event.
+
+Elsewhere it is a mean-value model: every shared resource (GPU, host link,
+disk, accumulator, server, server port) is loaded by its demand per
+gradient; the busiest one bounds throughput and is named in ``bound``.
+Contention delays below saturation are not modelled yet, and the laws used
+there are approximations: ``laws`` says which is which.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from .costs import Costs, costs_of
+from .distributions import Law
+from .pmf import Pmf
+from .scenario import Scenario
+
+__all__ = ["Prediction", "predict"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the closed form says of a scenario; ``summary`` is the contract's dict."""
+
+    scenario: Scenario
+    t_gpu_s: float                  # one learner's mean step, data and copies included
+    t_update_s: float               # mean time between updates
+    bound: str                      # the resource that limits throughput
+    epoch_time_s: float
+    throughput_samples_per_s: float
+    staleness: Pmf
+    gradients_per_update: Pmf
+    laws: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def minibatch(self) -> Pmf:
+        return self.gradients_per_update.scaled(self.scenario.workload.sub_batch)
+
+    @property
+    def summary(self) -> dict:
+        return {
+            "epoch_time_s": self.epoch_time_s,
+            "throughput_samples_per_s": self.throughput_samples_per_s,
+            "t_gpu_s": self.t_gpu_s,
+            "t_update_s": self.t_update_s,
+            "bound": self.bound,
+            "staleness": self.staleness.describe(),
+            "minibatch": self.minibatch.describe(),
+            "laws": dict(self.laws),
+        }
+
+
+def predict(scenario: Scenario) -> Prediction:
+    """The closed-form prediction for ``scenario`` (milliseconds, no simulation)."""
+    return _PREDICTORS[scenario.algorithm.kind](scenario, costs_of(scenario))
+
+
+def _target_gradients(scenario: Scenario) -> tuple[int, float]:
+    """(gradients for the epochs that define epoch time, number of those epochs)."""
+    epochs = scenario.stop.epochs or 1.0
+    samples = epochs * scenario.workload.dataset_samples
+    return math.ceil(samples / scenario.workload.sub_batch - 1e-9), epochs
+
+
+def _is_exponential(law: Law) -> bool:
+    return law.name == "exponential"
+
+
+def _exact(scenario: Scenario) -> bool:
+    return scenario.timing.communication == "ideal"
+
+
+def _bottleneck(demands: dict[str, float]) -> tuple[str, float]:
+    """The resource with the largest time per gradient, and that time."""
+    name = max(demands, key=demands.get)
+    return name, demands[name]
+
+
+def _host_link_count(scenario: Scenario) -> int:
+    c = scenario.cluster
+    return c.nodes * -(-c.gpus_per_node // c.gpus_per_host_link)
+
+
+def _renewal_lag(law: Law) -> float:
+    """E[time of the n-th event] - n x mean, for a renewal process from time 0.
+
+    The elementary renewal expansion E[N(t)] = t/m + (cv^2 - 1)/2 + o(1)
+    inverted; exact for exponential steps (0) and constant steps.
+    """
+    return law.mean * (1.0 - law.cv ** 2) / 2.0
+
+
+def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
+    c, law = sc.cluster, costs.compute
+    m_learners = c.learners
+    copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
+    cycle = (law.mean + costs.batch_read_s + copies + 2 * costs.network_s + costs.server_update_s)
+    bound, per_gradient = _bottleneck({
+        "gpu": cycle / m_learners,
+        "server": costs.server_update_s,
+        "server_port": costs.network_s,
+        "host_link": copies / _host_link_count(sc),
+        "disk": costs.batch_read_s / c.nodes,
+    })
+    n, epochs = _target_gradients(sc)
+    if _exact(sc) and law.is_constant:
+        arrival = math.ceil(n / m_learners) * law.mean     # all learners in lockstep
+        epoch_law = "exact: constant compute, learners in lockstep"
+    else:
+        arrival = n * per_gradient + (_renewal_lag(law) if _exact(sc) else 0.0)
+        epoch_law = ("exact mean: Poisson arrivals" if _exact(sc) and _is_exponential(law)
+                     else "mean-value: n / throughput")
+    if m_learners == 1:
+        staleness, staleness_law = Pmf.point(0), "exact: one learner"
+    elif _exact(sc) and law.is_constant:
+        staleness, staleness_law = Pmf.point(m_learners - 1), "exact after the first round: M - 1"
+    else:
+        p = 1.0 / m_learners
+        k = np.arange(0, int(stats.geom.isf(1e-13, p)) + 2)
+        staleness = Pmf.from_probs(0, p * (1 - p) ** k)
+        staleness_law = ("exact: geometric, ideal communication and exponential compute"
+                         if _exact(sc) and _is_exponential(law)
+                         else "approximation: geometric with the exact mean M - 1")
+    return Prediction(
+        scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
+        epoch_time_s=arrival / epochs,
+        throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
+        staleness=staleness, gradients_per_update=Pmf.point(1),
+        laws={"epoch_time": epoch_law, "staleness": staleness_law,
+              "minibatch": "exact: one gradient per update"})
+
+
+def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
+    c, law = sc.cluster, costs.compute
+    p_learners = c.learners
+    copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
+    # the round waits for the slowest learner, then every message crosses the
+    # server's port one after another, each way
+    round_s = (law.expected_max(p_learners) + costs.batch_read_s + copies
+               + 2 * p_learners * costs.network_s + costs.server_update_s)
+    n, epochs = _target_gradients(sc)
+    rounds = math.ceil(n / p_learners)
+    exact = _exact(sc) and (law.is_constant or _is_exponential(law))
+    return Prediction(
+        scenario=sc, t_gpu_s=law.mean + costs.batch_read_s + copies + 2 * costs.network_s,
+        t_update_s=round_s, bound="slowest learner",
+        epoch_time_s=rounds * round_s / epochs,
+        throughput_samples_per_s=p_learners * sc.workload.sub_batch / round_s,
+        staleness=Pmf.point(0), gradients_per_update=Pmf.point(p_learners),
+        laws={"epoch_time": "exact mean: rounds x E[max of P steps]" if exact
+              else "mean-value: rounds x (E[max of P steps] + communication)",
+              "staleness": "exact: 0", "minibatch": "exact: P gradients per round"})
+
+
+def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
+    c, law = sc.cluster, costs.compute
+    g = c.learners
+    cycle = costs.cycle_s
+    step = law.plus(costs.gpu_overhead_s)      # a learner's whole step, no contention
+    copies = costs.weights_to_gpu_s + costs.batch_to_gpu_s + costs.gradient_to_host_s
+    bound, per_gradient = _bottleneck({
+        "gpu": step.mean / g,
+        "host_link": copies / _host_link_count(sc),
+        "accumulator": costs.accumulate_s / c.nodes,
+        "disk": costs.batch_read_s / c.nodes,
+    })
+    exponential = _exact(sc) and _is_exponential(law)
+    counts, k, count_law = _gradients_per_cycle(g, cycle / (per_gradient * g), step.cv, exponential)
+    at_least_one = k >= 1
+    gradients_per_update = Pmf.from_probs(int(k[at_least_one][0]), counts[at_least_one])
+    staleness = _pipelined_staleness(step.scaled(per_gradient * g / step.mean), cycle)
+    n, epochs = _target_gradients(sc)
+    if _exact(sc) and law.is_constant:
+        arrival = math.ceil(n / g) * law.mean
+        applied = (math.ceil(arrival / cycle - 1e-12) + 1) * cycle
+        epoch_law = "exact: constant compute, fixed cycle"
+    else:
+        # the n-th gradient arrives, waits for the next swap (T/2 on average),
+        # then for the cycle that applies it (T)
+        arrival = n * per_gradient + (_renewal_lag(step) if _exact(sc) else 0.0)
+        applied = arrival + 1.5 * cycle
+        epoch_law = ("mean: Poisson arrivals plus 1.5 cycles" if exponential
+                     else "mean-value: n / throughput plus 1.5 cycles")
+    return Prediction(
+        scenario=sc, t_gpu_s=per_gradient * g, t_update_s=cycle, bound=bound,
+        epoch_time_s=applied / epochs,
+        throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
+        staleness=staleness, gradients_per_update=gradients_per_update,
+        laws={"epoch_time": epoch_law,
+              "staleness": ("exact: 1 + floor(U + X/T)" if exponential
+                            else "approximation: 1 + floor(U + X/T), uniform phase"),
+              "minibatch": count_law + ", given at least one"})
+
+
+def _gradients_per_cycle(g: int, ratio: float, cv: float,
+                         exponential: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    """The law of the gradients arriving in one cycle from g independent GPUs.
+
+    ``ratio`` = T / (mean step). Each GPU's steps form a stationary renewal
+    process seen through a window of length T:
+
+    - exponential steps: Poisson(g ratio), exact;
+    - nearly constant steps: each GPU delivers floor(ratio) or one more, the
+      extra with probability frac(ratio) (its phase is uniform), so the count
+      is g floor(ratio) + Binomial(g, frac(ratio));
+    - otherwise a discretised normal with the binomial variance plus the
+      renewal variance g ratio cv^2.
+
+    Returns (probabilities, counts, description).
+    """
+    mean = g * ratio
+    if exponential:
+        k = np.arange(0, int(stats.poisson.isf(1e-13, mean)) + 2)
+        return stats.poisson.pmf(k, mean), k, "exact: Poisson(G T / m)"
+    whole, frac = math.floor(ratio), ratio - math.floor(ratio)
+    lattice_var, renewal_var = g * frac * (1 - frac), g * ratio * cv ** 2
+    if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
+        j = np.arange(0, g + 1)
+        return (stats.binom.pmf(j, g, frac), g * whole + j,
+                "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
+    sd = math.sqrt(lattice_var + renewal_var)
+    k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
+    cdf = stats.norm.cdf((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
+    return (np.diff(cdf), k,
+            "approximation: normal, binomial plus renewal variance G T cv^2 / m")
+
+
+def _pipelined_staleness(step: Law, cycle: float) -> Pmf:
+    """Staleness = 1 + floor(U + X/T), U uniform: the pipelined SPRINT cycle.
+
+    P(floor(U + Y) = j) = E[max(0, 1 - |Y - j|)], the second difference of
+    E[(y - Y)+] at j - 1, j, j + 1.
+    """
+    probs, cumulative, j = [], 0.0, 0
+    pe = lambda y: step.partial_expectation(y * cycle) / cycle  # noqa: E731
+    lower, upper = 0.0, 0.0    # E[(y - Y)+] at y = j - 1 and y = j
+    while cumulative < 1 - 1e-12 and j < 100_000:
+        nxt = pe(j + 1.0)
+        p = max(nxt - 2 * upper + lower, 0.0)
+        probs.append(p)
+        cumulative += p
+        lower, upper, j = upper, nxt, j + 1
+    return Pmf.from_probs(1, np.array(probs))
+
+
+_PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint}

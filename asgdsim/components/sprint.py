@@ -1,0 +1,125 @@
+"""SPRINT: GPUs that never wait, and per-node update threads with Allreduce.
+
+Each GPU (:class:`SprintLearner`) loops: take the newest weights published on
+its node, read a sub-batch from the node's disk, copy it to the GPU, compute,
+copy the gradient to the host and add it, under the node's mutex, to the
+node's accumulator. Each node's update thread (:class:`SprintNode`) loops:
+swap the accumulator out, join the :class:`Allreduce` across all nodes, run
+the momentum update on the CPU, publish the new version to its GPUs. So the
+gradients that arrive during one cycle are applied at the end of the next.
+
+The weights are replicated: every node applies the same summed gradient, so
+a round produces one global version, taken by the first node to finish its
+update (all finish at the same instant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+
+import simpy
+
+from ..costs import Costs
+from ..recorder import Recorder
+from .link import Link
+from .weights import Weights
+
+__all__ = ["Allreduce", "SprintNode", "SprintLearner"]
+
+
+class Round:
+    """One Allreduce round: the gradients summed, and the version they made."""
+
+    __slots__ = ("rows", "version")
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.version: int | None = None
+
+
+class Allreduce:
+    """The collective: done ``duration_s`` after the last member has joined."""
+
+    def __init__(self, env: simpy.Environment, members: int, duration_s: float):
+        self.env, self.members, self.duration_s = env, members, duration_s
+        self.busy_s = 0.0
+        self._start_round()
+
+    def _start_round(self) -> None:
+        self._round, self._joined, self._done = Round(), 0, self.env.event()
+
+    def join(self, rows: list[int]) -> simpy.Event:
+        """Contribute ``rows``; the event's value is the completed :class:`Round`."""
+        self._round.rows.extend(rows)
+        self._joined += 1
+        done = self._done
+        if self._joined == self.members:
+            finished = self._round
+            self.env.timeout(self.duration_s).callbacks.append(lambda _: done.succeed(finished))
+            self.busy_s += self.duration_s
+            self._start_round()
+        return done
+
+
+class SprintNode:
+    """A node's accumulator, disk and update thread; ``version`` is what it published."""
+
+    def __init__(self, env: simpy.Environment, allreduce: Allreduce, weights: Weights,
+                 costs: Costs, disk: Link | None):
+        self.env, self.allreduce, self.weights = env, allreduce, weights
+        self.update_s, self.accumulate_s = costs.node_update_s, costs.accumulate_s
+        self.disk = disk
+        self.version = 0
+        self.accumulator: list[int] = []
+        self.mutex = simpy.Resource(env, capacity=1)
+        self.busy_s = 0.0
+        env.process(self.update_thread())
+
+    def accumulate(self) -> Generator:
+        """Hold the accumulator's mutex while the CPU adds one gradient."""
+        with self.mutex.request() as request:
+            yield request
+            yield self.env.timeout(self.accumulate_s)
+        self.busy_s += self.accumulate_s
+
+    def update_thread(self) -> Generator:
+        env = self.env
+        while True:
+            rows, self.accumulator = self.accumulator, []
+            summed: Round = yield self.allreduce.join(rows)
+            if self.update_s:
+                yield env.timeout(self.update_s)
+                self.busy_s += self.update_s
+            if summed.version is None:
+                summed.version = self.weights.apply(summed.rows)
+            self.version = summed.version
+
+
+class SprintLearner:
+    """One GPU running SPRINT's loop; it never waits for another GPU."""
+
+    def __init__(self, env: simpy.Environment, index: int, node: SprintNode,
+                 host_link: Link | None, costs: Costs, compute: Iterator[float],
+                 recorder: Recorder, sub_batch: int):
+        self.env, self.index, self.node, self.host_link = env, index, node, host_link
+        self.costs, self.compute, self.recorder, self.sub_batch = costs, compute, recorder, sub_batch
+        self.busy_s = 0.0
+        env.process(self.run())
+
+    def run(self) -> Generator:
+        env, node, link, costs = self.env, self.node, self.host_link, self.costs
+        next_compute, record = self.compute.__next__, self.recorder.gradient
+        index, sub_batch = self.index, self.sub_batch
+        while True:
+            version, t_start = node.version, env.now
+            if link is not None:
+                yield from link.transfer(costs.weights_to_gpu_s)
+                yield from node.disk.transfer(costs.batch_read_s)
+                yield from link.transfer(costs.batch_to_gpu_s)
+            step = next_compute()
+            yield env.timeout(step)
+            self.busy_s += step
+            if link is not None:
+                yield from link.transfer(costs.gradient_to_host_s)
+                yield from node.accumulate()
+            node.accumulator.append(record(index, version, t_start, env.now, sub_batch))

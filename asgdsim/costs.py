@@ -1,0 +1,155 @@
+"""The cost model: how long every activity in the cluster takes.
+
+One place turns a scenario into durations: a learner's compute step (a time
+law), copies over the host link, reading a sub-batch from disk, network
+transfers, the Allreduce and the CPU's accumulation and momentum update. The
+simulator holds its components busy for exactly these durations and the
+closed-form model reasons about the same numbers, so with noise off the two
+agree by construction.
+
+Compute cost sits behind a small interface, :class:`ComputeCost`, keyed by
+the scenario's ``timing.compute`` name. The first implementation is a
+whole-model roofline; per-layer kernel tables plug into the same registry
+without the simulator knowing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from .distributions import Law, law_from_spec
+from .scenario import GpuSpec, LawSpec, LinkSpec, ModelSpec, Scenario
+
+__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "Roofline", "COMPUTE_COSTS", "Costs",
+           "transfer_time", "ring_allreduce_time", "cpu_pass_time", "costs_of"]
+
+#: FP32 weights, gradients and momentum
+BYTES_PER_PARAMETER = 4
+#: bytes of one decoded input value copied to the GPU
+BYTES_PER_INPUT_VALUE = 4
+
+
+class ComputeCost(Protocol):
+    """Seconds of forward + backward for one sub-batch on one GPU."""
+
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)) + launches.
+
+    Training FLOPs are 3 x forward (forward, gradient of the input, gradient
+    of the weights). The memory side counts reading the weights twice and
+    writing the gradient. The efficiencies are first guesses (half of peak
+    FLOP/s, 70 % of memory bandwidth); a later calibration on measured
+    kernels replaces them per GPU architecture.
+    """
+
+    flop_efficiency: float = 0.5
+    memory_efficiency: float = 0.7
+    launch_overhead_s: float = 1e-3
+
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
+        flops = 3.0 * model.forward_flops * batch
+        traffic = 3.0 * BYTES_PER_PARAMETER * model.parameters
+        return (max(flops / (gpu.peak_flops * self.flop_efficiency),
+                    traffic / (gpu.memory_bandwidth * self.memory_efficiency))
+                + self.launch_overhead_s)
+
+
+#: timing.compute name -> cost implementation. No kernel table is shipped
+#: yet, so "table" falls back to the roofline for every layer, as CONTRACT.md
+#: prescribes where no table covers a layer.
+COMPUTE_COSTS: dict[str, ComputeCost] = {"roofline": Roofline(), "table": Roofline()}
+
+
+def transfer_time(link: LinkSpec, nbytes: float) -> float:
+    """Latency plus serialisation: the alpha-beta model of one message."""
+    return link.latency + nbytes / link.bandwidth
+
+
+def ring_allreduce_time(link: LinkSpec, nbytes: float, members: int) -> float:
+    """Ring Allreduce: 2 (n - 1) steps, each moving nbytes / n over every link."""
+    if members <= 1:
+        return 0.0
+    return 2 * (members - 1) * transfer_time(link, nbytes / members)
+
+
+def cpu_pass_time(nbytes: float, memory_bandwidth: float, streams: int) -> float:
+    """A memory-bound CPU loop touching ``streams`` arrays of ``nbytes`` each."""
+    return streams * nbytes / memory_bandwidth
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Every duration the cluster's components spend, in seconds.
+
+    ``compute`` is a law (one draw per step); the rest are constants. With
+    ``communication: ideal`` every one but ``compute`` and ``cycle_s`` is 0.
+    """
+
+    compute: Law
+    weights_bytes: float
+    weights_to_gpu_s: float      # newest weights, host -> GPU, host link
+    batch_read_s: float          # sub-batch from the node's disk
+    batch_to_gpu_s: float        # decoded sub-batch, host -> GPU, host link
+    gradient_to_host_s: float    # gradient, GPU -> host, host link
+    accumulate_s: float          # add one gradient into the node's sum (CPU)
+    allreduce_s: float           # SPRINT: sum the nodes' gradients
+    node_update_s: float         # SPRINT: momentum update on each node's CPU
+    cycle_s: float               # SPRINT: one update cycle
+    network_s: float             # parameter server: one gradient or weights message
+    server_update_s: float       # parameter server: apply one gradient or one round
+
+    @property
+    def gpu_overhead_s(self) -> float:
+        """A SPRINT learner's step time outside compute, with no contention."""
+        return (self.weights_to_gpu_s + self.batch_read_s + self.batch_to_gpu_s
+                + self.gradient_to_host_s + self.accumulate_s)
+
+
+def compute_law(scenario: Scenario) -> Law:
+    """The law of one learner step's compute time."""
+    timing, work = scenario.timing, scenario.workload
+    if isinstance(timing.compute, LawSpec):
+        return law_from_spec(timing.compute)
+    step = COMPUTE_COSTS[timing.compute].step_time(scenario.cluster.gpu, work.model, work.sub_batch)
+    if timing.jitter is None:
+        return Law.constant(step)
+    return law_from_spec(timing.jitter).scaled(step)
+
+
+def costs_of(scenario: Scenario) -> Costs:
+    """Derive every duration from the scenario's hardware, model and timing."""
+    cluster, work, timing = scenario.cluster, scenario.workload, scenario.timing
+    weights = BYTES_PER_PARAMETER * work.model.parameters
+    compute = compute_law(scenario)
+    if timing.communication == "ideal":
+        cycle = timing.update_interval or 0.0
+        return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, 0.0)
+    host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
+    batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
+    allreduce = ring_allreduce_time(cluster.network, weights, cluster.nodes)
+    node_update = cpu_pass_time(weights, memory_bw, streams=5)   # read w, g, m; write m, w
+    if timing.update_interval is not None:
+        # a fixed cycle replaces the modelled Allreduce and update
+        allreduce, node_update, cycle = timing.update_interval, 0.0, timing.update_interval
+    else:
+        cycle = allreduce + node_update
+    return Costs(
+        compute=compute,
+        weights_bytes=weights,
+        weights_to_gpu_s=transfer_time(host, weights),
+        batch_read_s=work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
+        batch_to_gpu_s=transfer_time(host, batch_input),
+        gradient_to_host_s=transfer_time(host, weights),
+        accumulate_s=cpu_pass_time(weights, memory_bw, streams=3),   # read sum, g; write sum
+        allreduce_s=allreduce,
+        node_update_s=node_update,
+        cycle_s=cycle,
+        network_s=transfer_time(cluster.network, weights),
+        server_update_s=cpu_pass_time(weights, memory_bw, streams=5),
+    )

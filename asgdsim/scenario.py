@@ -1,0 +1,412 @@
+"""Scenarios: what to simulate, validated once at the edge.
+
+A scenario file (YAML, see CONTRACT.md) names a workload, a cluster, an
+algorithm, timing choices and a stop condition. ``load_scenario`` reads it,
+applies ``--set`` style overrides, resolves catalog names into full specs,
+parses quantities into SI floats and returns an immutable, typed
+:class:`Scenario`. Every mistake is gathered into one :class:`ScenarioError`
+whose lines each name the file, the key path and what was expected, so the
+command line can print it and exit 2 without a traceback.
+
+A validated scenario dumps (``resolved_yaml``) to a file in the same format
+with every default and catalog entry filled in; loading that file gives the
+same scenario back, which is what makes a stored result reproducible.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
+                      ValidationError, field_validator, model_validator)
+
+from . import catalog
+from .units import parse_quantity
+
+__all__ = ["Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "resolved_yaml",
+           "LawSpec", "GpuSpec", "LinkSpec", "ModelSpec"]
+
+
+def _quantity(dimension: str):
+    return BeforeValidator(lambda v: parse_quantity(v, dimension))
+
+
+Seconds = Annotated[float, _quantity("time"), Field(gt=0, allow_inf_nan=False)]
+SecondsOrZero = Annotated[float, _quantity("time"), Field(ge=0, allow_inf_nan=False)]
+Bytes = Annotated[float, _quantity("bytes"), Field(gt=0, allow_inf_nan=False)]
+BytesPerSecond = Annotated[float, _quantity("bandwidth"), Field(gt=0, allow_inf_nan=False)]
+FlopPerSecond = Annotated[float, _quantity("flop_rate"), Field(gt=0, allow_inf_nan=False)]
+Flop = Annotated[float, _quantity("flops"), Field(gt=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(gt=0, strict=True)]
+
+
+class _Spec(BaseModel):
+    """Immutable, and a misspelt key is an error rather than ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _from_catalog(kind: str):
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            return catalog.lookup(kind, value)
+        return value
+    return BeforeValidator(resolve)
+
+
+class LinkSpec(_Spec):
+    """A link: data rate per direction and one-way latency."""
+
+    name: str
+    bandwidth: BytesPerSecond
+    latency: SecondsOrZero = 0.0
+    source: str = "inline"
+
+
+Link = Annotated[LinkSpec, _from_catalog("networks")]
+
+
+class GpuSpec(_Spec):
+    """One learner device's peaks (FP32 unless named) and its host link."""
+
+    name: str
+    architecture: str = "unknown"
+    peak_flops: FlopPerSecond
+    peak_fp16_flops: FlopPerSecond | None = None
+    peak_tensor_flops: FlopPerSecond | None = None
+    memory_bandwidth: BytesPerSecond
+    memory: Bytes | None = None
+    host_link: Link
+    source: str = "inline"
+
+
+class ModelSpec(_Spec):
+    """A network's size: parameters and forward FLOPs for one sample."""
+
+    name: str
+    parameters: Count
+    forward_flops: Flop
+    input_shape: tuple[Count, Count, Count] = (3, 224, 224)
+    source: str = "inline"
+
+
+#: the compute-time laws of CONTRACT.md and the parameters each one takes
+LAWS: dict[str, tuple[set[str], set[str]]] = {
+    # name: (required besides mean, optional)
+    "deterministic": (set(), set()),
+    "exponential": (set(), set()),
+    "shifted-exponential": ({"shift"}, set()),
+    "uniform": ({"cv"}, set()),
+    "gamma": (set(), {"cv", "shape"}),
+    "lognormal": (set(), {"cv", "shape"}),
+}
+
+
+class LawSpec(_Spec):
+    """A distribution given by its mean plus cv, shape or shift as fits."""
+
+    distribution: str
+    mean: Seconds
+    cv: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    shape: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    shift: SecondsOrZero | None = None
+
+    @field_validator("distribution")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in LAWS:
+            raise ValueError(f"unknown distribution {name!r}; expected one of {', '.join(LAWS)}")
+        return name
+
+    @model_validator(mode="after")
+    def _parameters_fit(self) -> LawSpec:
+        required, optional = LAWS[self.distribution]
+        given = {k for k in ("cv", "shape", "shift") if getattr(self, k) is not None}
+        if missing := required - given:
+            raise ValueError(f"{self.distribution} needs {', '.join(sorted(missing))} besides mean")
+        if extra := given - required - optional:
+            raise ValueError(f"{self.distribution} takes no {', '.join(sorted(extra))}")
+        if self.distribution in ("gamma", "lognormal") and len(given) != 1:
+            raise ValueError(f"{self.distribution} needs exactly one of cv or shape besides mean")
+        if self.distribution in ("gamma", "lognormal") and self.cv == 0:
+            raise ValueError(f"{self.distribution} needs cv > 0 (use deterministic for cv 0)")
+        if self.shift is not None and self.shift >= self.mean:
+            raise ValueError("shift must be smaller than mean")
+        if self.distribution == "uniform" and self.cv > 1 / math.sqrt(3):
+            raise ValueError("uniform cv must be at most 1/sqrt(3) = 0.577 for non-negative times")
+        return self
+
+
+class JitterSpec(LawSpec):
+    """A multiplicative noise law on a modelled step time: mean 1 by default."""
+
+    mean: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+
+
+class Workload(_Spec):
+    model: Annotated[ModelSpec, _from_catalog("models")]
+    dataset_samples: Count
+    sub_batch: Count
+    # bytes of one stored training sample read from disk (ImageNet JPEG, ~110 kB)
+    sample_bytes: Bytes = 110e3
+
+
+#: a node's parts when no machine preset gives them (written into the
+#: resolved scenario, so a result always shows what it assumed)
+GENERIC_NODE = {"gpus_per_host_link": 1, "host_memory_bandwidth": "51.2 GB/s",
+                "disk_bandwidth": "500 MB/s"}
+
+
+class Cluster(_Spec):
+    nodes: Count
+    gpus_per_node: Count
+    gpu: Annotated[GpuSpec, _from_catalog("gpus")]
+    network: Link
+    machine: str | None = None
+    host_link: Link
+    gpus_per_host_link: Count
+    host_memory_bandwidth: BytesPerSecond
+    disk_bandwidth: BytesPerSecond
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """A machine preset fills what the scenario leaves out; explicit keys win."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("machine"), str):
+            try:
+                preset = catalog.lookup("machines", data["machine"])
+            except catalog.CatalogError:
+                return data  # the machine key's own check says what is wrong
+            data["machine"] = preset.pop("name")
+            preset.pop("source", None)
+            data = {**preset, **data}
+        if "host_link" not in data:
+            gpu = data.get("gpu")
+            try:
+                gpu = catalog.lookup("gpus", gpu) if isinstance(gpu, str) else gpu
+                data["host_link"] = gpu["host_link"]
+            except (catalog.CatalogError, KeyError, TypeError):
+                pass  # the gpu key's own error says what is wrong
+        return {**GENERIC_NODE, **data}
+
+    @field_validator("machine")
+    @classmethod
+    def _known_machine(cls, name: str | None) -> str | None:
+        return None if name is None else catalog.lookup("machines", name)["name"]
+
+    @property
+    def learners(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+class Algorithm(_Spec):
+    kind: Literal["sprint", "async", "sync"]
+
+
+class Timing(_Spec):
+    compute: Annotated[
+        Annotated[Literal["table", "roofline"], Tag("name")] | Annotated[LawSpec, Tag("law")],
+        Discriminator(lambda v: "name" if isinstance(v, str) else "law"),
+    ] = "table"
+    jitter: JitterSpec | None = None
+    communication: Literal["modelled", "ideal"] = "modelled"
+    update_interval: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _jitter_needs_a_model(self) -> Timing:
+        if self.jitter is not None and isinstance(self.compute, LawSpec):
+            raise ValueError("jitter applies to table or roofline compute; "
+                             "a distribution already is the compute-time law")
+        return self
+
+
+class Stop(_Spec):
+    """Stop at the first condition reached."""
+
+    epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    gradients: Count | None = None
+    updates: Count | None = None
+    time: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> Stop:
+        if all(v is None for v in (self.epochs, self.gradients, self.updates, self.time)):
+            raise ValueError("expected at least one of epochs, gradients, updates, time")
+        return self
+
+
+class Scenario(_Spec):
+    name: str
+    seed: Annotated[int, Field(ge=0, strict=True)] = 0
+    workload: Workload
+    cluster: Cluster
+    algorithm: Algorithm
+    timing: Timing = Timing()
+    stop: Stop = Stop(epochs=1)
+
+    @model_validator(mode="after")
+    def _sprint_cycle_has_a_length(self) -> Scenario:
+        if (self.algorithm.kind == "sprint" and self.timing.communication == "ideal"
+                and self.timing.update_interval is None):
+            raise ValueError(
+                "timing.update_interval: sprint with ideal communication needs an update_interval "
+                "(with no Allreduce or update time the cycle would take no time)")
+        return self
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; ``str()`` is one line per problem."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]):
+        self.source, self.problems = source, problems
+        super().__init__("\n".join(f"{source}: {key}: {what}" if key else f"{source}: {what}"
+                                   for key, what in problems))
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read, override and validate the scenario file at ``path``.
+
+    ``overrides`` maps dotted key paths to values, as ``--set`` does:
+    ``{"workload.sub_batch": 64}``.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(source, [("", "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(source, [("", f"cannot be read ({exc})")]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioError(source, [("", f"{where}not valid YAML ({problem})")]) from None
+    if data is None:
+        raise ScenarioError(source, [("", "the file is empty; expected a scenario mapping "
+                                          "with workload, cluster and algorithm")])
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [("", f"expected a mapping of scenario keys at the top, "
+                                          f"got {type(data).__name__}")])
+    data.setdefault("name", path.stem)
+    return scenario_from_dict(data, overrides, source=source)
+
+
+def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
+                       source: str = "<scenario>") -> Scenario:
+    """Validate a scenario given as a mapping (the parsed YAML)."""
+    data = _apply_overrides(data, overrides or {}, source)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = [_describe(error, data) for error in exc.errors()]
+        if any(key == "cluster.machine" for key, _ in problems):
+            # an unknown preset fills nothing: its missing keys are not news
+            problems = [(k, w) for k, w in problems if not w.startswith("required key")]
+        raise ScenarioError(source, problems) from None
+
+
+def _apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
+    data = _deep_copy(data)
+    for dotted, value in overrides.items():
+        keys = dotted.split(".")
+        node = data
+        for depth, key in enumerate(keys[:-1]):
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                where = ".".join(keys[:depth + 1])
+                raise ScenarioError(source, [(dotted, f"cannot set: {where} is {child!r}, "
+                                                      "not a mapping")])
+            node = child
+        node[keys[-1]] = value
+    return data
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def _describe(error: dict, data: Any) -> tuple[str, str]:
+    """Turn one pydantic error into (key path as the user wrote it, expectation)."""
+    path, node = [], data
+    for part in error["loc"]:
+        # pydantic adds union branch names to loc; keep only the user's keys
+        if isinstance(node, dict) and part in node:
+            path.append(str(part))
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            path.append(str(part))
+            node = node[part]
+        elif error["type"] in ("extra_forbidden", "missing") and part == error["loc"][-1]:
+            path.append(str(part))
+    key = ".".join(path)
+    kind, message = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        parent_model = _model_at(path[:-1])
+        known = list(parent_model.model_fields) if parent_model else []
+        close = difflib.get_close_matches(path[-1], known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return key, f"unknown key{hint}; expected one of {', '.join(known)}"
+    if kind == "missing":
+        return key, "required key is missing"
+    if kind == "value_error":
+        message = message.removeprefix("Value error, ")
+        # a scenario-level check names its own key
+        if ": " in message and message.split(": ", 1)[0].count(".") and not key:
+            return tuple(message.split(": ", 1))
+    if kind in ("literal_error",):
+        message = message.replace("Input should be", "expected")
+    elif kind.startswith(("int_", "float_", "greater_than", "less_than", "string_", "model_",
+                          "dict_", "tuple_", "bool_")):
+        message = "expected " + message.removeprefix("Input should be ")
+    return key, f"{message} (got {_short(error.get('input'))})" if kind != "value_error" else message
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _model_at(path: list[str]) -> type[BaseModel] | None:
+    model: Any = Scenario
+    for key in path:
+        field = model.model_fields.get(key) if model else None
+        if field is None:
+            return None
+        model = next((t for t in _types_of(field.annotation) if isinstance(t, type)
+                      and issubclass(t, BaseModel)), None)
+    return model
+
+
+def _types_of(annotation: Any) -> list[Any]:
+    args = getattr(annotation, "__args__", None)
+    if getattr(annotation, "__metadata__", None) is not None:
+        return _types_of(annotation.__origin__)
+    if args:
+        return [t for a in args for t in _types_of(a)]
+    return [annotation]
+
+
+def resolved_yaml(scenario: Scenario) -> str:
+    """The scenario with every default and catalog entry filled in, as YAML.
+
+    Quantities are written as plain numbers in SI base units, which
+    ``load_scenario`` reads back to the same scenario.
+    """
+    header = ("# Resolved by asgdsim: every default and catalog entry filled in.\n"
+              "# Quantities are in SI base units (s, B, B/s, FLOP, FLOP/s).\n")
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

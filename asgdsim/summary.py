@@ -1,0 +1,77 @@
+"""The summary of a run: the contract's headline figures, side by side with
+the closed form.
+
+Epoch time follows CONTRACT.md: simulated seconds until the samples of
+applied gradients reach the dataset size, per epoch. A run stopped by
+``epochs`` reports the time its last epoch was reached divided by the
+epochs; a run stopped otherwise extrapolates from its throughput.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .analytic import Prediction
+from .pmf import Pmf, total_variation
+from .scenario import Scenario
+
+__all__ = ["summarize", "epoch_time", "agreement"]
+
+
+def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> float:
+    dataset = scenario.workload.dataset_samples
+    if updates.empty:
+        return float("nan")
+    cumulative = updates["minibatch"].to_numpy().cumsum()
+    epochs = scenario.stop.epochs
+    if epochs and cumulative[-1] >= epochs * dataset:
+        reached = int(np.searchsorted(cumulative, epochs * dataset))
+        return float(updates["t"].iloc[reached]) / epochs
+    return float(updates["t"].iloc[-1]) * dataset / float(cumulative[-1])
+
+
+def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:
+    return abs(simulated - analytic) / max(abs(analytic), floor) if max(abs(analytic), floor) else 0.0
+
+
+def agreement(summary: dict, prediction: Prediction, staleness: Pmf, minibatch: Pmf) -> dict:
+    """Relative errors of the means and total-variation distances of the pmfs.
+
+    The staleness error is relative to at least one version, so a fresh
+    (zero) prediction compares in versions rather than dividing by zero.
+    """
+    return {
+        "epoch_time_rel_err": _relative(summary["epoch_time_s"], prediction.epoch_time_s),
+        "staleness_mean_rel_err": _relative(staleness.mean, prediction.staleness.mean, floor=1.0),
+        "minibatch_mean_rel_err": _relative(minibatch.mean, prediction.minibatch.mean),
+        "staleness_tv": total_variation(staleness, prediction.staleness),
+        "minibatch_tv": total_variation(minibatch, prediction.minibatch),
+    }
+
+
+def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame,
+              simulated_time_s: float, prediction: Prediction, utilisation: dict[str, float],
+              wall_time_s: float) -> dict:
+    samples = int(updates["minibatch"].sum())
+    staleness = Pmf.of_samples(gradients["staleness"].to_numpy()) if len(gradients) else Pmf.point(0)
+    minibatch = Pmf.of_samples(updates["minibatch"].to_numpy()) if len(updates) else Pmf.point(0)
+    summary = {
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "algorithm": scenario.algorithm.kind,
+        "learners": scenario.cluster.learners,
+        "gradients": int(len(gradients)),
+        "updates": int(len(updates)),
+        "samples": samples,
+        "simulated_time_s": float(simulated_time_s),
+        "epoch_time_s": epoch_time(scenario, updates),
+        "throughput_samples_per_s": samples / simulated_time_s if simulated_time_s else 0.0,
+        "staleness": staleness.describe(),
+        "minibatch": minibatch.describe(),
+        "utilisation": utilisation,
+        "analytic": prediction.summary,
+    }
+    summary["agreement"] = agreement(summary, prediction, staleness, minibatch)
+    summary["wall_time_s"] = wall_time_s
+    return summary

@@ -1,0 +1,21 @@
+"""Step time by name: the cost model's answer for one GPU, model and batch."""
+
+from __future__ import annotations
+
+from . import catalog
+from .costs import COMPUTE_COSTS
+from .scenario import GpuSpec, ModelSpec
+
+__all__ = ["step_time"]
+
+
+def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
+              compute: str = "table") -> float:
+    """Seconds of forward + backward for one sub-batch on one GPU (no data loading)."""
+    if isinstance(gpu, str):
+        gpu = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
+    if isinstance(model, str):
+        model = ModelSpec.model_validate(catalog.lookup("models", model))
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    return COMPUTE_COSTS[compute].step_time(gpu, model, batch)

@@ -1,0 +1,79 @@
+"""Quantities with units, parsed once at the edge.
+
+Scenario files write quantities as text ("120 ms", "56 Gb/s", "6 GB");
+everything inside asgdsim is a plain float in SI base units (seconds, bytes,
+bytes per second, FLOP per second). This module is the only place that knows
+unit names. A plain number is taken as already being in the base unit.
+
+Decimal prefixes are powers of 1000 and binary ones (Ki, Mi, Gi) powers of
+1024; a lower-case ``b`` is a bit, an upper-case ``B`` a byte, so "56 Gb/s"
+is 7e9 bytes per second.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["UnitError", "parse_quantity", "DIMENSIONS"]
+
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+           "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+
+_TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+         "min": 60.0, "h": 3600.0, "hour": 3600.0}
+
+
+def _prefixed(base: dict[str, float]) -> dict[str, float]:
+    return {p + name: scale * factor for name, factor in base.items() for p, scale in _PREFIX.items()}
+
+
+_BYTES = _prefixed({"B": 1.0, "b": 0.125})
+_RATE = {f"{u}/s": f for u, f in _BYTES.items()} | {f"{u}ps": f for u, f in _BYTES.items()}
+_FLOPS = _prefixed({"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0})
+_FLOP = _prefixed({"FLOP": 1.0, "flop": 1.0})
+
+#: dimension name -> {unit text: factor to the SI base unit}
+DIMENSIONS: dict[str, dict[str, float]] = {
+    "time": _TIME,
+    "bytes": _BYTES,
+    "bandwidth": _RATE,
+    "flop_rate": _FLOPS,
+    "flops": _FLOP,
+}
+
+_EXAMPLE = {"time": "'120 ms'", "bytes": "'6 GB'", "bandwidth": "'56 Gb/s'",
+            "flop_rate": "'4.37 TFLOP/s'", "flops": "'15.5 GFLOP'"}
+
+_NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d].*?)?\s*$")
+
+
+class UnitError(ValueError):
+    """A quantity that is not a number with a unit of the expected kind."""
+
+
+def parse_quantity(value: object, dimension: str) -> float:
+    """Return ``value`` in the SI base unit of ``dimension``.
+
+    >>> parse_quantity("120 ms", "time")
+    0.12
+    >>> parse_quantity("56 Gb/s", "bandwidth")
+    7000000000.0
+    """
+    units = DIMENSIONS[dimension]
+    if isinstance(value, bool):
+        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+    match = _NUMBER_UNIT.match(value)
+    if not match:
+        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+    number, unit = float(match.group(1)), (match.group(2) or "")
+    if not unit:
+        return number
+    if unit not in units:
+        raise UnitError(
+            f"unknown {dimension} unit {unit!r} in {value!r}; expected a number with a unit "
+            f"such as {_EXAMPLE[dimension]}")
+    return number * units[unit]

@@ -82,11 +82,12 @@ def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weigh
     allreduce = Allreduce(env, c.nodes, costs.allreduce_s)
     nodes = []
     for n in range(c.nodes):
-        disk = host_links = None
+        disk = adder = host_links = None
         if _modelled(scenario):
             disk, host_links = Link(env, f"disk[{n}]"), _host_links(env, scenario, n)
-            cluster.links += [disk, *host_links]
-        node = SprintNode(env, allreduce, weights, costs, disk)
+            adder = Link(env, f"accumulator[{n}]")
+            cluster.links += [disk, adder, *host_links]
+        node = SprintNode(env, allreduce, weights, costs, disk, adder)
         nodes.append(node)
         for g in range(c.gpus_per_node):
             index = n * c.gpus_per_node + g
@@ -94,7 +95,7 @@ def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weigh
             compute = costs.compute.sampler(learner_stream(seed, index))
             cluster.learners.append(
                 SprintLearner(env, index, node, link, costs, compute, recorder, sub_batch))
-    cluster.servers = {"allreduce": [allreduce], "node_cpu": nodes}
+    cluster.servers = {"allreduce": [allreduce], "node_update": nodes}
     return cluster
 
 

@@ -128,8 +128,9 @@ def costs_of(scenario: Scenario) -> Costs:
     weights = BYTES_PER_PARAMETER * work.model.parameters
     compute = compute_law(scenario)
     if timing.communication == "ideal":
+        # only a fixed SPRINT cycle takes time (validation requires one)
         cycle = timing.update_interval or 0.0
-        return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, 0.0)
+        return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
     allreduce = ring_allreduce_time(cluster.network, weights, cluster.nodes)

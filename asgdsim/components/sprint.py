@@ -55,32 +55,30 @@ class Allreduce:
         done = self._done
         if self._joined == self.members:
             finished = self._round
-            self.env.timeout(self.duration_s).callbacks.append(lambda _: done.succeed(finished))
-            self.busy_s += self.duration_s
+            self.env.timeout(self.duration_s).callbacks.append(lambda _: self._finish(done, finished))
             self._start_round()
         return done
+
+
+    def _finish(self, done: simpy.Event, finished: Round) -> None:
+        self.busy_s += self.duration_s
+        done.succeed(finished)
 
 
 class SprintNode:
     """A node's accumulator, disk and update thread; ``version`` is what it published."""
 
     def __init__(self, env: simpy.Environment, allreduce: Allreduce, weights: Weights,
-                 costs: Costs, disk: Link | None):
+                 costs: Costs, disk: Link | None, adder: Link | None):
         self.env, self.allreduce, self.weights = env, allreduce, weights
-        self.update_s, self.accumulate_s = costs.node_update_s, costs.accumulate_s
+        self.update_s = costs.node_update_s
         self.disk = disk
+        #: adding a gradient into the accumulator holds its mutex: one at a time
+        self.adder = adder
         self.version = 0
         self.accumulator: list[int] = []
-        self.mutex = simpy.Resource(env, capacity=1)
         self.busy_s = 0.0
         env.process(self.update_thread())
-
-    def accumulate(self) -> Generator:
-        """Hold the accumulator's mutex while the CPU adds one gradient."""
-        with self.mutex.request() as request:
-            yield request
-            yield self.env.timeout(self.accumulate_s)
-        self.busy_s += self.accumulate_s
 
     def update_thread(self) -> Generator:
         env = self.env
@@ -121,5 +119,5 @@ class SprintLearner:
             self.busy_s += step
             if link is not None:
                 yield from link.transfer(costs.gradient_to_host_s)
-                yield from node.accumulate()
+                yield from node.adder.transfer(costs.accumulate_s)
             node.accumulator.append(record(index, version, t_start, env.now, sub_batch))

@@ -1,0 +1,175 @@
+"""The ``asgdsim`` command line.
+
+Exit status: 0 on success, 2 on a bad scenario or arguments (one message per
+problem, naming the file and key, never a traceback), 1 on an internal
+error. argparse already answers bad arguments with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import catalog
+from .analytic import Prediction, predict
+from .output import OutputExists, check_writable, write_run
+from .scenario import ScenarioError, load_scenario
+from .simulation import Result, simulate
+
+__all__ = ["main"]
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """A mistake in the command's arguments."""
+
+
+def _overrides(pairs: list[str]) -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {pair!r}: expected KEY=VALUE, e.g. workload.sub_batch=64")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        out[key.strip()] = value
+    return out
+
+
+def _load(args: argparse.Namespace):
+    overrides = _overrides(args.set)
+    if getattr(args, "seed", None) is not None:
+        overrides["seed"] = args.seed
+    return load_scenario(args.scenario, overrides)
+
+
+def _row(label: str, simulated: float, analytic: float, fmt: str, err: float | None = None) -> str:
+    err_text = "" if err is None else f"{100 * err:9.2f} %"
+    return f"  {label:<24}{simulated:>14{fmt}}{analytic:>14{fmt}}{err_text}"
+
+
+def headline(result: Result) -> str:
+    """The short table ``run`` prints: simulated against closed form."""
+    s, a, g = result.summary, result.summary["analytic"], result.summary["agreement"]
+    lines = [
+        f"{s['scenario']}: {s['algorithm']}, {s['learners']} learners, seed {s['seed']}: "
+        f"{s['gradients']} gradients, {s['updates']} updates, "
+        f"{s['simulated_time_s']:.1f} s simulated in {s['wall_time_s']:.2f} s",
+        f"  {'':<24}{'simulated':>14}{'closed form':>14}{'rel. err':>11}",
+        _row("epoch time (s)", s["epoch_time_s"], a["epoch_time_s"], ".2f", g["epoch_time_rel_err"]),
+        _row("throughput (samples/s)", s["throughput_samples_per_s"],
+             a["throughput_samples_per_s"], ".1f"),
+        _row("staleness mean", s["staleness"]["mean"], a["staleness"]["mean"], ".3f",
+             g["staleness_mean_rel_err"]),
+        _row("staleness p95", s["staleness"]["p95"], a["staleness"]["p95"], ".0f"),
+        _row("mini-batch mean", s["minibatch"]["mean"], a["minibatch"]["mean"], ".1f",
+             g["minibatch_mean_rel_err"]),
+        _row("mini-batch p95", s["minibatch"]["p95"], a["minibatch"]["p95"], ".0f"),
+        f"  total variation: staleness {g['staleness_tv']:.3f}, mini-batch {g['minibatch_tv']:.3f};"
+        f" throughput bound: {a['bound']}",
+    ]
+    return "\n".join(lines)
+
+
+def _prediction_text(pred: Prediction) -> str:
+    s = pred.summary
+    return "\n".join([
+        f"{pred.scenario.name}: {pred.scenario.algorithm.kind}, "
+        f"{pred.scenario.cluster.learners} learners (closed form)",
+        f"  epoch time           {s['epoch_time_s']:.2f} s   ({s['laws']['epoch_time']})",
+        f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s, bound by {s['bound']}",
+        f"  learner step         {s['t_gpu_s']:.4f} s; between updates {s['t_update_s']:.4f} s",
+        f"  staleness            mean {s['staleness']['mean']:.3f}, p50 {s['staleness']['p50']}, "
+        f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
+        f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
+        f"p95 {s['minibatch']['p95']}   ({s['laws']['minibatch']})",
+    ])
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario = _load(args)
+    out = Path(args.out) if args.out else Path("runs") / scenario.name
+    check_writable(out, args.overwrite)   # refuse before spending the simulation
+    result = simulate(scenario)
+    write_run(result, out, overwrite=True)
+    print(headline(result))
+    print(f"wrote {out}/: summary.json, gradients.parquet, updates.parquet, scenario.yaml, figures/")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    pred = predict(_load(args))
+    print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
+    return 0
+
+
+_CATALOG_COLUMNS = {
+    "gpus": ("architecture", "peak_flops", "memory_bandwidth", "memory", "host_link"),
+    "networks": ("bandwidth", "latency"),
+    "models": ("parameters", "forward_flops", "input_shape"),
+    "machines": ("gpu", "gpus_per_node", "network", "host_link", "gpus_per_host_link"),
+}
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    kinds = [args.kind] if args.kind else list(catalog.KINDS)
+    for kind in kinds:
+        print(f"{kind}:")
+        for name in catalog.names(kind):
+            entry = catalog.lookup(kind, name)
+            figures = ", ".join(f"{c} {entry[c] if not isinstance(entry[c], dict) else entry[c]['name']}"
+                                for c in _CATALOG_COLUMNS[kind] if c in entry)
+            print(f"  {name:<16}{figures}")
+            print(f"  {'':<16}source: {entry.get('source', '-')}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="asgdsim", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def scenario_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("scenario", help="scenario YAML file")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override one key by its dotted path, e.g. workload.sub_batch=64")
+        return p
+
+    run = scenario_command("run", "simulate a scenario and write its results")
+    run.add_argument("--out", help="output folder (default runs/<name>)")
+    run.add_argument("--seed", type=int, help="seed instead of the scenario's")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace this run's files in an output folder that already holds files")
+    run.set_defaults(func=cmd_run)
+
+    pred = scenario_command("predict", "the closed-form prediction, without simulating")
+    pred.add_argument("--json", action="store_true", help="print the contract's analytic object")
+    pred.set_defaults(func=cmd_predict)
+
+    cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
+    cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))
+    cat.set_defaults(func=cmd_catalog)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)
+    except (UsageError, OutputExists) as exc:
+        print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

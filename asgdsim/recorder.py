@@ -63,37 +63,71 @@ class Recorder:
         self.update_minibatch.append(minibatch)
         return minibatch
 
+    def single(self, learner: int, version_read: int, t_start: float, t: float, samples: int,
+               version: int) -> None:
+        """A gradient applied the moment it arrives, as an update of its own
+        (the hot path of an instantaneous parameter server)."""
+        self.learner.append(learner)
+        self.version_read.append(version_read)
+        self.version_applied.append(version)
+        self.t_start.append(t_start)
+        self.t_end.append(t)
+        self.t_applied.append(t)
+        self.samples.append(samples)
+        self.update_version.append(version)
+        self.update_t.append(t)
+        self.update_gradients.append(1)
+        self.update_minibatch.append(samples)
+
     @property
-    def nbytes(self) -> int:
-        """Bytes held by the columns (allocated, not only used)."""
-        columns = (self.learner, self.version_read, self.version_applied, self.t_start,
-                   self.t_end, self.t_applied, self.samples, self.update_version,
-                   self.update_t, self.update_gradients, self.update_minibatch)
-        return sum(c.buffer_info()[1] * c.itemsize for c in columns)
+    def nbytes(self) -> tuple[int, int]:
+        """Bytes used by the gradient and by the update columns."""
+        def held(*columns: array) -> int:
+            return sum(c.buffer_info()[1] * c.itemsize for c in columns)
+        return (held(self.learner, self.version_read, self.version_applied, self.t_start,
+                     self.t_end, self.t_applied, self.samples),
+                held(self.update_version, self.update_t, self.update_gradients,
+                     self.update_minibatch))
 
     def frames(self, node_of_learner: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """(gradients, updates) DataFrames, gradients in order of application."""
-        applied = np.frombuffer(self.version_applied, dtype=np.int64)
+        """(gradients, updates) DataFrames, gradients in order of application.
+
+        Rows are recorded in arrival order, which is already the order of
+        application for every aggregation here (FIFO servers, swapped
+        accumulators); the sort only runs if that ever stops being true.
+        """
+        def column(values: array, dtype: type) -> np.ndarray:
+            return np.frombuffer(values, dtype=dtype).copy()
+
+        applied = column(self.version_applied, np.int64)
         keep = applied != NOT_APPLIED
-        learner = np.frombuffer(self.learner, dtype=np.int32)[keep]
-        read = np.frombuffer(self.version_read, dtype=np.int64)[keep]
+        everything = bool(keep.all())
+
+        def kept(values: array, dtype: type) -> np.ndarray:
+            data = column(values, dtype)
+            return data if everything else data[keep]
+
+        learner, read = kept(self.learner, np.int32), kept(self.version_read, np.int64)
+        applied = applied if everything else applied[keep]
         gradients = pd.DataFrame({
             "learner": learner,
             "node": node_of_learner[learner].astype(np.int32),
             "version_read": read,
-            "version_applied": applied[keep],
-            "staleness": applied[keep] - read - 1,
-            "t_start": np.frombuffer(self.t_start, dtype=np.float64)[keep],
-            "t_end": np.frombuffer(self.t_end, dtype=np.float64)[keep],
-            "t_applied": np.frombuffer(self.t_applied, dtype=np.float64)[keep],
-            "samples": np.frombuffer(self.samples, dtype=np.int32)[keep],
-        })
-        gradients = gradients.sort_values(["version_applied", "t_end"], kind="stable",
-                                          ignore_index=True)
+            "version_applied": applied,
+            "staleness": applied - read - 1,
+            "t_start": kept(self.t_start, np.float64),
+            "t_end": kept(self.t_end, np.float64),
+            "t_applied": kept(self.t_applied, np.float64),
+            "samples": kept(self.samples, np.int32),
+        }, copy=False)
+        step, later = np.diff(applied), np.diff(gradients["t_end"].to_numpy())
+        if not np.all((step > 0) | ((step == 0) & (later >= 0))):
+            gradients = gradients.sort_values(["version_applied", "t_end"], kind="stable",
+                                              ignore_index=True)
         updates = pd.DataFrame({
-            "version": np.frombuffer(self.update_version, dtype=np.int64).copy(),
-            "t": np.frombuffer(self.update_t, dtype=np.float64).copy(),
-            "gradients": np.frombuffer(self.update_gradients, dtype=np.int32).copy(),
-            "minibatch": np.frombuffer(self.update_minibatch, dtype=np.int64).copy(),
-        })
+            "version": column(self.update_version, np.int64),
+            "t": column(self.update_t, np.float64),
+            "gradients": column(self.update_gradients, np.int32),
+            "minibatch": column(self.update_minibatch, np.int64),
+        }, copy=False)
         return gradients, updates

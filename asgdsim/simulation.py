@@ -38,6 +38,8 @@ class Result:
     costs: Costs
     utilisation: dict[str, float]
     summary: dict
+    #: bytes the recorder's (gradient, update) columns held for this run
+    recorded_bytes: tuple[int, int] = (0, 0)
 
 
 def simulate(scenario: Scenario, seed: int | None = None) -> Result:
@@ -66,4 +68,5 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     utilisation = cluster.utilisation(env.now)
     summary = summarize(scenario, gradients, updates, env.now, prediction, utilisation,
                         wall_time_s=time.perf_counter() - started)
-    return Result(scenario, seed, gradients, updates, prediction, costs, utilisation, summary)
+    return Result(scenario, seed, gradients, updates, prediction, costs, utilisation, summary,
+                  recorder.nbytes)

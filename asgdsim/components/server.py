@@ -32,15 +32,20 @@ class AsyncServer:
         self.env, self.weights, self.recorder, self.update_s = env, weights, recorder, update_s
         self.cpu = simpy.Resource(env, capacity=1)
         self.busy_s = 0.0
+        #: applies a gradient in no time: learners call ``apply`` directly
+        self.instant = update_s == 0
+
+    def apply(self, learner: int, version_read: int, t_start: float, samples: int) -> int:
+        """Apply one gradient now; return the version the learner continues from."""
+        return self.weights.apply_single(learner, version_read, t_start, samples)
 
     def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
-        """Apply one gradient; return the version the learner continues from."""
+        """Queue for the CPU, apply one gradient; return the learner's next version."""
         row = self.recorder.gradient(learner, version_read, t_start, self.env.now, samples)
-        if self.update_s:
-            with self.cpu.request() as request:
-                yield request
-                yield self.env.timeout(self.update_s)
-            self.busy_s += self.update_s
+        with self.cpu.request() as request:
+            yield request
+            yield self.env.timeout(self.update_s)
+        self.busy_s += self.update_s
         return self.weights.apply([row])
 
 
@@ -50,6 +55,7 @@ class SyncServer:
         self.env, self.weights, self.recorder = env, weights, recorder
         self.update_s, self.learners = update_s, learners
         self.busy_s = 0.0
+        self.instant = False    # a round always waits for every learner
         self._rows: list[int] = []
         self._published = env.event()
 
@@ -95,18 +101,22 @@ class ServerLearner:
     def run(self) -> Generator:
         env, server, link, costs = self.env, self.server, self.host_link, self.costs
         next_compute, index, sub_batch = self.compute.__next__, self.index, self.sub_batch
+        timeout = env.timeout
         version, t_start = 0, env.now
         while True:
             if link is not None:
                 yield from self.disk.transfer(costs.batch_read_s)
                 yield from link.transfer(costs.batch_to_gpu_s)
             step = next_compute()
-            yield env.timeout(step)
+            yield timeout(step)
             self.busy_s += step
             if link is not None:
                 yield from link.transfer(costs.gradient_to_host_s)
                 yield from transfer_over(env, self.ports.push, costs.network_s)
-            version = yield from server.exchange(index, version, t_start, sub_batch)
+            if server.instant:   # no event to wait for: skip the generator
+                version = server.apply(index, version, t_start, sub_batch)
+            else:
+                version = yield from server.exchange(index, version, t_start, sub_batch)
             if link is not None:
                 yield from transfer_over(env, self.ports.pull, costs.network_s)
                 yield from link.transfer(costs.weights_to_gpu_s)

@@ -39,8 +39,20 @@ class Weights:
         self.version += 1
         self.samples_applied += self.recorder.update(self.version, self.env.now, rows)
         self.gradients_applied += len(rows)
+        self._check_stop()
+        return self.version
+
+    def apply_single(self, learner: int, version_read: int, t_start: float, samples: int) -> int:
+        """Record one gradient and apply it at once as its own update."""
+        self.version += 1
+        self.recorder.single(learner, version_read, t_start, self.env.now, samples, self.version)
+        self.samples_applied += samples
+        self.gradients_applied += 1
+        self._check_stop()
+        return self.version
+
+    def _check_stop(self) -> None:
         max_gradients, max_samples, max_updates = self._limits
         if ((self.gradients_applied >= max_gradients or self.samples_applied >= max_samples
              or self.version >= max_updates) and not self.stopped.triggered):
             self.stopped.succeed()
-        return self.version

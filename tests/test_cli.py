@@ -1,0 +1,162 @@
+"""The command line: files written, bad input refused with exit 2 and a
+message naming the file and key, overrides applied."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from asgdsim import load_scenario
+from asgdsim.cli import main
+from asgdsim.output import RUN_FILES
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT / "scenarios" / "tsubame-kfc-dl-vgg16.yaml"
+
+CONTRACT_SUMMARY_KEYS = {"scenario", "seed", "learners", "gradients", "updates",
+                         "simulated_time_s", "epoch_time_s", "throughput_samples_per_s",
+                         "staleness", "minibatch", "analytic", "agreement", "wall_time_s"}
+
+
+def small(tmp_path, **changes) -> Path:
+    """A copy of the default scenario, cut short, with dotted-key changes."""
+    data = yaml.safe_load(DEFAULT.read_text())
+    data["stop"] = {"gradients": 2000}
+    for dotted, value in changes.items():
+        node = data
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_default_scenario_writes_every_file(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", str(DEFAULT), "--out", str(out)]) == 0
+    for name in RUN_FILES:
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "summary.json").read_text())
+    assert CONTRACT_SUMMARY_KEYS <= summary.keys()
+    assert summary["scenario"] == "tsubame-kfc-dl-vgg16" and summary["learners"] == 64
+    for block in ("staleness", "minibatch"):
+        assert {"mean", "std", "p50", "p95", "pmf"} <= summary[block].keys()
+        assert {"mean", "std", "p50", "p95", "pmf"} <= summary["analytic"][block].keys()
+    assert set(summary["agreement"]) == {"epoch_time_rel_err", "staleness_mean_rel_err",
+                                         "minibatch_mean_rel_err", "staleness_tv", "minibatch_tv"}
+    # one epoch of ILSVRC2012 at sub-batch 32
+    assert summary["samples"] >= 1281167 > summary["samples"] - summary["minibatch"]["p95"] * 4
+    gradients = pd.read_parquet(out / "gradients.parquet")
+    assert list(gradients.columns) == ["learner", "node", "version_read", "version_applied",
+                                       "staleness", "t_start", "t_end", "t_applied", "samples"]
+    updates = pd.read_parquet(out / "updates.parquet")
+    assert list(updates.columns) == ["version", "t", "gradients", "minibatch"]
+    assert len(gradients) == summary["gradients"] and len(updates) == summary["updates"]
+    # the resolved scenario reloads to the same scenario
+    assert load_scenario(out / "scenario.yaml") == load_scenario(DEFAULT)
+    printed = capsys.readouterr().out
+    assert "epoch time" in printed and "staleness mean" in printed
+
+
+def test_existing_output_is_not_overwritten_without_asking(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    keep = out / "notes.txt"
+    keep.write_text("mine")
+    assert main(["run", str(small(tmp_path)), "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert keep.read_text() == "mine" and not (out / "summary.json").exists()
+    assert main(["run", str(small(tmp_path)), "--out", str(out), "--overwrite"]) == 0
+    assert keep.read_text() == "mine" and (out / "summary.json").exists()
+
+
+def test_set_and_seed_override_the_file(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", str(small(tmp_path)), "--out", str(out), "--seed", "9",
+                 "--set", "workload.sub_batch=64", "--set", "cluster.nodes=2"]) == 0
+    resolved = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert resolved["seed"] == 9
+    assert resolved["workload"]["sub_batch"] == 64 and resolved["cluster"]["nodes"] == 2
+    assert set(pd.read_parquet(out / "gradients.parquet")["samples"]) == {64}
+
+
+def test_predict_json_is_the_analytic_object(tmp_path, capsys):
+    assert main(["predict", str(small(tmp_path)), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {"epoch_time_s", "staleness", "minibatch"} <= printed.keys()
+
+
+def test_catalog_lists_every_kind(capsys):
+    assert main(["catalog"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("K80", "ib-fdr", "vgg16", "tsubame-kfc-dl", "source:"):
+        assert name in printed
+
+
+BAD = [
+    # (what to change in the file, key the message must name, words it must say)
+    ({"workload.sub_bach": 32}, "workload.sub_bach", "unknown key"),
+    ({"workload.sub_batch": "many"}, "workload.sub_batch", "integer"),
+    ({"cluster.nodes": -2}, "cluster.nodes", "greater than 0"),
+    ({"cluster.nodes": 0}, "cluster.nodes", "greater than 0"),
+    ({"cluster.gpu": "K8"}, "cluster.gpu", "unknown GPU"),
+    ({"cluster.machine": "tsubame9"}, "cluster.machine", "unknown machine"),
+    ({"workload.model": "vgg17"}, "workload.model", "unknown model"),
+    ({"timing.update_interval": "370 parsecs"}, "timing.update_interval", "unit"),
+    ({"cluster.network": {"name": "x", "bandwidth": "fast"}}, "cluster.network.bandwidth", "bandwidth"),
+    ({"timing.compute": {"distribution": "gamma", "mean": "1 s"}}, "timing.compute", "cv or shape"),
+    ({"timing.compute": "tabel"}, "timing.compute", "table"),
+    ({"algorithm.kind": "hogwild"}, "algorithm.kind", "sprint"),
+    ({"stop": {}}, "stop", "at least one of"),
+    ({"timing.communication": "ideal"}, "timing.update_interval", "update_interval"),
+]
+
+
+@pytest.mark.parametrize("changes, key, words", BAD, ids=[b[1] + "-" + b[2] for b in BAD])
+def test_bad_scenario_is_refused_naming_the_key(tmp_path, capsys, changes, key, words):
+    path = small(tmp_path, **changes)
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {key}:" in err and words in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "empty"),
+    ("workload: [unclosed", "not valid YAML"),
+    ("- just\n- a list\n", "mapping"),
+    ("workload:\n  model: vgg16\n\tsub_batch: 3\n", "not valid YAML"),
+])
+def test_unreadable_scenario_files(tmp_path, capsys, text, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and words in err, err
+
+
+def test_bad_arguments(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["run", str(small(tmp_path)), "--set", "sub_batch"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["run", str(small(tmp_path)), "--set", "workload.model.layers=3"]) == 2
+    assert "workload.model" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(small(tmp_path)), "--seed", "one"])
+    assert exit_.value.code == 2
+
+
+def test_console_script_has_no_traceback_on_a_mistake(tmp_path):
+    path = small(tmp_path, **{"cluster.gpus_per_node": 0})
+    done = subprocess.run([sys.executable, "-m", "asgdsim.cli", "run", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "cluster.gpus_per_node" in done.stderr and "Traceback" not in done.stderr

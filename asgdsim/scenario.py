@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import difflib
 import math
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
-                      ValidationError, field_validator, model_validator)
+                      ValidationError, field_serializer, field_validator, model_validator)
 
-from . import catalog
+from . import catalog, zoo
+from .layers import Layer, LayerError, compile_layers
 from .units import parse_quantity
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "resolved_yaml",
@@ -84,14 +86,80 @@ class GpuSpec(_Spec):
     source: str = "inline"
 
 
+class VggFamily(_Spec):
+    """The VGG-like networks of Oyama et al., written compactly."""
+
+    convs_per_block: tuple[Count, ...]
+    channels: tuple[Count, ...]
+    pool_stride: Count = 2
+    fc: tuple[Count, ...] = (4096, 4096)
+    classes: Count = 1000
+    kernel: Count = 3
+
+    @model_validator(mode="after")
+    def _one_width_per_block(self) -> VggFamily:
+        if len(self.convs_per_block) != len(self.channels):
+            raise ValueError("convs_per_block and channels need one entry per block")
+        return self
+
+
 class ModelSpec(_Spec):
-    """A network's size: parameters and forward FLOPs for one sample."""
+    """A network: its layers (from which size and FLOPs follow), or only its
+    totals when the layers are unknown (the cost model then prices the whole
+    network at once)."""
 
     name: str
-    parameters: Count
-    forward_flops: Flop
     input_shape: tuple[Count, Count, Count] = (3, 224, 224)
+    layers: tuple[dict, ...] | None = None
+    parameters: Count | None = None
+    forward_flops: Flop | None = None
     source: str = "inline"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_family(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "vgg" in data:
+            data = dict(data)
+            family = VggFamily.model_validate(data.pop("vgg"))
+            if "layers" in data:
+                raise ValueError("give either vgg or layers, not both")
+            data["layers"] = zoo.vgg_like(**family.model_dump())
+        return data
+
+    @model_validator(mode="after")
+    def _totals_follow_from_layers(self) -> ModelSpec:
+        if self.layers is None:
+            if self.parameters is None or self.forward_flops is None:
+                raise ValueError("a model needs layers, vgg, or parameters and forward_flops")
+            return self
+        try:
+            graph = compile_layers(list(self.layers), self.input_shape)
+        except LayerError as exc:
+            raise ValueError(str(exc)) from None
+        parameters = sum(layer.params for layer in graph)
+        if self.parameters is not None and self.parameters != parameters:
+            raise ValueError(f"parameters {self.parameters} differ from the {parameters} "
+                             "of the layers")
+        # frozen model: fill the totals once, here, where they are derived
+        object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "forward_flops", sum(layer.flops for layer in graph))
+        return self
+
+    @cached_property
+    def graph(self) -> list[Layer] | None:
+        """The compiled layers, or None for a model given by its totals."""
+        return None if self.layers is None else compile_layers(list(self.layers), self.input_shape)
+
+
+@cache
+def catalog_model(name: str) -> ModelSpec:
+    """A catalog network with its layers from the zoo."""
+    entry = catalog.lookup("models", name)
+    return ModelSpec.model_validate({**entry, "layers": zoo.BUILDERS[entry["name"]]()})
+
+
+def _model(value: Any) -> Any:
+    return catalog_model(value) if isinstance(value, str) else value
 
 
 #: the compute-time laws of CONTRACT.md and the parameters each one takes
@@ -148,11 +216,20 @@ class JitterSpec(LawSpec):
 
 
 class Workload(_Spec):
-    model: Annotated[ModelSpec, _from_catalog("models")]
+    model: Annotated[ModelSpec, BeforeValidator(_model)]
     dataset_samples: Count
     sub_batch: Count
     # bytes of one stored training sample read from disk (ImageNet JPEG, ~110 kB)
     sample_bytes: Bytes = 110e3
+
+    @field_serializer("model")
+    def _catalog_models_by_name(self, model: ModelSpec) -> Any:
+        try:
+            if catalog_model(model.name) == model:
+                return model.name
+        except catalog.CatalogError:
+            pass
+        return model.model_dump(mode="json", exclude_none=True)
 
 
 #: a node's parts when no machine preset gives them (written into the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ import yaml
 
 from . import catalog
 from .analytic import Prediction, predict
+from .costs import COMPUTE_COSTS
 from .output import OutputExists, check_writable, write_run
-from .scenario import ScenarioError, load_scenario
+from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
 
 __all__ = ["main"]
@@ -114,7 +116,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 _CATALOG_COLUMNS = {
     "gpus": ("architecture", "peak_flops", "memory_bandwidth", "memory", "host_link"),
     "networks": ("bandwidth", "latency"),
-    "models": ("parameters", "forward_flops", "input_shape"),
+    "models": ("parameters", "input_shape"),
     "machines": ("gpu", "gpus_per_node", "network", "host_link", "gpus_per_host_link"),
 }
 
@@ -129,6 +131,26 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                                 for c in _CATALOG_COLUMNS[kind] if c in entry)
             print(f"  {name:<16}{figures}")
             print(f"  {'':<16}source: {entry.get('source', '-')}")
+    return 0
+
+
+def cmd_timing(args: argparse.Namespace) -> int:
+    if args.batch <= 0:
+        raise UsageError(f"--batch must be a positive integer, got {args.batch}")
+    try:
+        gpu = GpuSpec.model_validate(catalog.lookup("gpus", args.gpu))
+        model = catalog_model(args.model)
+    except catalog.CatalogError as exc:
+        raise UsageError(str(exc)) from None
+    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch)
+    print(f"{gpu.name}, {model.name}, batch {args.batch} ({args.compute}): "
+          f"forward + backward per layer, ms")
+    print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
+    for t in layers:
+        print(f"  {t.layer:<22}{t.op:<9}{1e3 * t.forward_s:>10.3f}{1e3 * t.backward_s:>10.3f}"
+              f"  {t.source}")
+    fwd, bwd = sum(t.forward_s for t in layers), sum(t.backward_s for t in layers)
+    print(f"  {'total':<31}{1e3 * fwd:>10.2f}{1e3 * bwd:>10.2f}  = {1e3 * (fwd + bwd):.2f} ms")
     return 0
 
 
@@ -154,6 +176,13 @@ def _parser() -> argparse.ArgumentParser:
     pred.add_argument("--json", action="store_true", help="print the contract's analytic object")
     pred.set_defaults(func=cmd_predict)
 
+    timing = sub.add_parser("timing", help="per-layer forward and backward times of a model on a GPU")
+    timing.add_argument("gpu", help="catalog GPU name, e.g. K80")
+    timing.add_argument("model", help="catalog model name, e.g. vgg16")
+    timing.add_argument("--batch", type=int, required=True, help="sub-batch size")
+    timing.add_argument("--compute", choices=list(COMPUTE_COSTS), default="table")
+    timing.set_defaults(func=cmd_timing)
+
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))
     cat.set_defaults(func=cmd_catalog)
@@ -168,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
     except (UsageError, OutputExists) as exc:
         print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
+    except BrokenPipeError:
+        # the reader (head, less) left early: not an error of ours
+        sys.stdout = open(os.devnull, "w")
+        return 0
     return USAGE_ERROR
 
 

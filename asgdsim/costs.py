@@ -8,9 +8,8 @@ closed-form model reasons about the same numbers, so with noise off the two
 agree by construction.
 
 Compute cost sits behind a small interface, :class:`ComputeCost`, keyed by
-the scenario's ``timing.compute`` name. The first implementation is a
-whole-model roofline; per-layer kernel tables plug into the same registry
-without the simulator knowing.
+the scenario's ``timing.compute`` name: per-layer kernel tables and a
+calibrated roofline (:mod:`asgdsim.compute`), without the simulator knowing.
 """
 
 from __future__ import annotations
@@ -19,10 +18,11 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+from .compute import KernelModel
 from .distributions import Law, law_from_spec
 from .scenario import GpuSpec, LawSpec, LinkSpec, ModelSpec, Scenario
 
-__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "Roofline", "COMPUTE_COSTS", "Costs",
+__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "cpu_pass_time", "costs_of"]
 
 #: FP32 weights, gradients and momentum
@@ -37,33 +37,9 @@ class ComputeCost(Protocol):
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float: ...
 
 
-@dataclass(frozen=True)
-class Roofline:
-    """max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)) + launches.
-
-    Training FLOPs are 3 x forward (forward, gradient of the input, gradient
-    of the weights). The memory side counts reading the weights twice and
-    writing the gradient. The efficiencies are first guesses (half of peak
-    FLOP/s, 70 % of memory bandwidth); a later calibration on measured
-    kernels replaces them per GPU architecture.
-    """
-
-    flop_efficiency: float = 0.5
-    memory_efficiency: float = 0.7
-    launch_overhead_s: float = 1e-3
-
-    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
-        flops = 3.0 * model.forward_flops * batch
-        traffic = 3.0 * BYTES_PER_PARAMETER * model.parameters
-        return (max(flops / (gpu.peak_flops * self.flop_efficiency),
-                    traffic / (gpu.memory_bandwidth * self.memory_efficiency))
-                + self.launch_overhead_s)
-
-
-#: timing.compute name -> cost implementation. No kernel table is shipped
-#: yet, so "table" falls back to the roofline for every layer, as CONTRACT.md
-#: prescribes where no table covers a layer.
-COMPUTE_COSTS: dict[str, ComputeCost] = {"roofline": Roofline(), "table": Roofline()}
+#: timing.compute name -> cost implementation (see compute.py)
+COMPUTE_COSTS: dict[str, ComputeCost] = {"table": KernelModel(use_tables=True),
+                                         "roofline": KernelModel(use_tables=False)}
 
 
 def transfer_time(link: LinkSpec, nbytes: float) -> float:

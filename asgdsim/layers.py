@@ -86,6 +86,7 @@ _KEYS = {
 class _Compiler:
     def __init__(self) -> None:
         self.layers: list[Layer] = []
+        self._counts: dict[str, int] = {}
 
     def add(self, name: str, op: str, x: Shape, y: Shape, params: int = 0, flops: float = 0.0,
             **geometry: Any) -> Shape:
@@ -106,7 +107,8 @@ class _Compiler:
             if extra := set(spec) - _KEYS[kind]:
                 raise LayerError(f"layer {where} ({kind}): unknown keys {', '.join(sorted(extra))}; "
                                  f"expected {', '.join(sorted(_KEYS[kind]))}")
-            name = str(spec.get("name", f"{kind}{where}"))
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            name = str(spec.get("name", f"{kind}{self._counts[kind]}"))
             try:
                 x = getattr(self, "_" + kind)(spec, x, name, where)
             except LayerError as exc:

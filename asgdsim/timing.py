@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import catalog
 from .costs import COMPUTE_COSTS
-from .scenario import GpuSpec, ModelSpec
+from .scenario import GpuSpec, ModelSpec, catalog_model
 
 __all__ = ["step_time"]
 
@@ -15,7 +15,7 @@ def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
     if isinstance(gpu, str):
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
     if isinstance(model, str):
-        model = ModelSpec.model_validate(catalog.lookup("models", model))
+        model = catalog_model(model)
     if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
     return COMPUTE_COSTS[compute].step_time(gpu, model, batch)

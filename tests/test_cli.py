@@ -160,3 +160,12 @@ def test_console_script_has_no_traceback_on_a_mistake(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert "cluster.gpus_per_node" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_timing_prints_every_layer(capsys):
+    assert main(["timing", "V100", "vgg16", "--batch", "16"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("conv") >= 13 and "table" in printed and "total" in printed
+    assert main(["timing", "V100", "vgg17", "--batch", "16"]) == 2
+    assert "unknown model 'vgg17'" in capsys.readouterr().err
+    assert main(["timing", "V100", "vgg16", "--batch", "0"]) == 2

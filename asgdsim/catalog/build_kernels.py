@@ -1,0 +1,98 @@
+"""Rebuild ``kernels.csv`` from the public measurements in shared/data.
+
+    python -m asgdsim.catalog.build_kernels ../shared/data
+
+One row per measured kernel, in the package's long format: the GPU (catalog
+name), the operation (conv or gemm), the pass (fwd, bwd_data, bwd_filter),
+the geometry, the time in milliseconds, the library and the source. Only
+FP32 rows are kept; GPUs the catalog does not name are dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).with_name("kernels.csv")
+COLUMNS = ["gpu", "op", "pass", "n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w",
+           "stride_h", "stride_w", "gemm_m", "gemm_n", "gemm_k", "ms", "algo", "library", "source"]
+
+GPU_NAMES = {"Tesla M40": "M40", "GTX Titan X (Maxwell)": "TitanX-Maxwell",
+             "Titan X (Pascal)": "TitanX-Pascal", "GTX 1080 Ti": "GTX1080Ti",
+             "Tesla P100": "P100", "Tesla V100 (DGX-1)": "V100", "GTX Titan Black": "TitanBlack"}
+
+# soumith layer-wise set: "128x3x128x128 k3->96 11x11 s1" (batch x C x H x W, C->K, RxS, stride)
+SOUMITH = re.compile(r"(\d+)x(\d+)x(\d+)x(\d+) k(\d+)->(\d+) (\d+)x(\d+) s(\d+)")
+
+
+def deepbench_conv(data: Path) -> list[dict]:
+    rows = []
+    for r in csv.DictReader(open(data / "deepbench_conv.csv")):
+        if r["precision"] != "fp32" or r["gpu"] not in GPU_NAMES:
+            continue
+        for pass_, column in (("fwd", "fwd_ms"), ("bwd_data", "bwd_data_ms"),
+                              ("bwd_filter", "bwd_filter_ms")):
+            if r[column] in ("", "NA"):
+                continue
+            rows.append({"gpu": GPU_NAMES[r["gpu"]], "op": "conv", "pass": pass_, "n": r["N"],
+                         "c": r["C"], "h": r["H"], "w": r["W"], "k": r["K"], "r": r["filter_h"],
+                         "s": r["filter_w"], "pad_h": r["pad_h"], "pad_w": r["pad_w"],
+                         "stride_h": r["stride_h"], "stride_w": r["stride_w"], "ms": r[column],
+                         "algo": _algo(r["fwd_algo"]) if pass_ == "fwd" else "",
+                         "library": r["software"], "source": r["source"]})
+    return rows
+
+
+def _algo(cudnn_name: str) -> str:
+    name = cudnn_name.upper()
+    return "fft" if "FFT" in name else "winograd" if "WINOGRAD" in name else "gemm" if name else ""
+
+
+def deepbench_gemm(data: Path) -> list[dict]:
+    return [{"gpu": GPU_NAMES[r["gpu"]], "op": "gemm", "pass": "fwd", "gemm_m": r["M"],
+             "gemm_n": r["N"], "gemm_k": r["K"], "ms": r["time_ms"], "library": r["software"],
+             "source": r["source"]}
+            for r in csv.DictReader(open(data / "deepbench_gemm.csv"))
+            if r["precision"] == "fp32" and r["gpu"] in GPU_NAMES]
+
+
+#: convnet-benchmarks layer sets used: (gpu in the file, library, catalog gpu, algorithm)
+SOUMITH_SETS = [("GTX Titan Black", "CuDNN R2", "TitanBlack", "gemm"),   # the Kepler calibration
+                ("GTX Titan X (Maxwell)", "fbfft", "TitanX-Maxwell", "fft")]  # FFT convolution
+
+
+def soumith_layers(data: Path) -> list[dict]:
+    """Layers L1-L5 of convnet-benchmarks (batch 128, stride 1, no padding)."""
+    rows = []
+    for r in csv.DictReader(open(data / "layer_times.csv")):
+        match = [s for s in SOUMITH_SETS if (r["gpu"], r["library"]) == s[:2]]
+        if not match:
+            continue
+        _, library, gpu, algo = match[0]
+        m = SOUMITH.search(r["input_shape"])
+        if not m:
+            continue
+        n, c, h, w, _, k, kh, kw, stride = m.groups()
+        for pass_, column in (("fwd", "forward_ms"), ("bwd_data", "bwd_data_ms"),
+                              ("bwd_filter", "bwd_weight_ms")):
+            if r[column]:
+                rows.append({"gpu": gpu, "op": "conv", "pass": pass_, "n": n, "c": c,
+                             "h": h, "w": w, "k": k, "r": kh, "s": kw, "pad_h": 0, "pad_w": 0,
+                             "stride_h": stride, "stride_w": stride, "ms": r[column],
+                             "algo": algo, "library": f"{library} (Torch)", "source": r["source"]})
+    return rows
+
+
+def main(data: str) -> None:
+    rows = deepbench_conv(Path(data)) + deepbench_gemm(Path(data)) + soumith_layers(Path(data))
+    with open(OUT, "w", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} kernels to {OUT}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/data")

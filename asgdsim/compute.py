@@ -1,0 +1,239 @@
+"""Compute cost per layer: measured kernels where they exist, a calibrated
+roofline where they do not.
+
+Each layer of the network costs a forward pass and a backward pass (the
+gradient of its input, skipped for the first layer, plus the gradient of its
+weights). A pass takes
+
+    max(FLOPs / (peak x efficiency), bytes / (bandwidth x memory efficiency))
+    + kernel launch overhead
+
+where the efficiency is what GPUs of that architecture achieve on that kind
+of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
+the rest) per pass, GEMM for fully connected layers. It is the median over
+the measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
+Volta; convnet-benchmarks' Titan Black layers for Kepler), counting only
+compute-bound kernels. Ampere and Hopper have no public kernel tables here:
+they are assumed to reach Volta's FP32 efficiencies.
+
+With ``timing.compute: table`` a GPU that has its own measurements uses its
+own efficiencies, and a convolution whose exact geometry was measured on it
+takes the measured time, scaled linearly in batch size from the nearest
+measured batch. ``roofline`` uses the architecture's efficiencies only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+from . import catalog
+from .layers import Layer
+from .scenario import GpuSpec, ModelSpec
+
+__all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "LAUNCH_S",
+           "MEMORY_EFFICIENCY"]
+
+BYTES = 4
+#: one kernel launch and its synchronisation, as frameworks of the time paid it
+LAUNCH_S = 10e-6
+#: share of memory bandwidth that element-wise layers reach (Caffe's AlexNet
+#: on Titan X: ReLU1 69 %, pool1 42 % of 336.5 GB/s)
+MEMORY_EFFICIENCY = 0.6
+#: architectures without kernel tables, and the one whose efficiencies they take
+ASSUMED_LIKE = {"ampere": "volta", "hopper": "volta", "unknown": "pascal"}
+PASSES = ("fwd", "bwd_data", "bwd_filter")
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """One layer's forward and backward seconds, and where the figures came from."""
+
+    layer: str
+    op: str
+    forward_s: float
+    backward_s: float
+    source: str
+
+
+@cache
+def kernel_table() -> pd.DataFrame:
+    """The measured kernels shipped with the package (see build_kernels.py)."""
+    path = resources.files("asgdsim.catalog").joinpath("kernels.csv")
+    with resources.as_file(path) as p:
+        table = pd.read_csv(p)
+    table["arch"] = [_gpu(g).architecture for g in table["gpu"]]
+    conv = table["op"] == "conv"
+    ho = (table["h"] + 2 * table["pad_h"] - table["r"]) // table["stride_h"] + 1
+    wo = (table["w"] + 2 * table["pad_w"] - table["s"]) // table["stride_w"] + 1
+    table["flops"] = np.where(conv, 2.0 * table["n"] * table["k"] * table["c"] * table["r"]
+                              * table["s"] * ho * wo,
+                              2.0 * table["gemm_m"] * table["gemm_n"] * table["gemm_k"])
+    table["bytes"] = BYTES * np.where(
+        conv, table["n"] * (table["c"] * table["h"] * table["w"] + table["k"] * ho * wo)
+        + table["k"] * table["c"] * table["r"] * table["s"],
+        table["gemm_m"] * table["gemm_k"] + table["gemm_k"] * table["gemm_n"]
+        + table["gemm_m"] * table["gemm_n"])
+    fft = (table["algo"] == "fft").to_numpy()
+    table.loc[fft, "flops"] = [_fft_flops(n, c, k, h + 2 * ph, w + 2 * pw) for n, c, k, h, w, ph, pw
+                               in table.loc[fft, ["n", "c", "k", "h", "w", "pad_h", "pad_w"]]
+                               .itertuples(index=False)]
+    table["family"] = np.where(fft, "fft", np.where(
+        conv, [_family(r, s, st) for r, s, st in zip(table["r"], table["s"], table["stride_h"])],
+        "gemm"))
+    peak = np.array([_gpu(g).peak_flops for g in table["gpu"]])
+    bandwidth = np.array([_gpu(g).memory_bandwidth for g in table["gpu"]])
+    compute_s = np.maximum(table["ms"] / 1e3 - LAUNCH_S, 1e-9)
+    table["efficiency"] = table["flops"] / (compute_s * peak)
+    # compute-bound: at full peak the FLOPs would still outlast the memory traffic
+    table["compute_bound"] = table["flops"] / peak > table["bytes"] / (bandwidth * MEMORY_EFFICIENCY)
+    return table
+
+
+@cache
+def _gpu(name: str) -> GpuSpec:
+    return GpuSpec.model_validate(catalog.lookup("gpus", name))
+
+
+def _family(r: int, s: int, stride: int) -> str:
+    return "conv3x3s1" if (r, s, stride) == (3, 3, 1) else "conv"
+
+
+def _fft_flops(n: int, c: int, k: int, h: int, w: int) -> float:
+    """FLOPs of an FFT convolution on padded h x w planes: transform the C
+    input and K output planes (5 m log2 m each) and multiply point-wise in
+    frequency (C x K per point), independent of the kernel's size."""
+    m = h * w
+    return 2.0 * n * m * (c * k + 5.0 * (c + k) * math.log2(m))
+
+
+def _fft_eligible(layer: Layer) -> bool:
+    """cuDNN's and fbfft's FFT convolutions: stride 1, kernels of 5 x 5 and up."""
+    return layer.stride == 1 and layer.groups == 1 and layer.kernel[0] * layer.kernel[1] >= 25
+
+
+def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], float]:
+    rows = rows[rows["compute_bound"]]
+    return {key: float(np.exp(np.log(group["efficiency"]).median()))
+            for key, group in rows.groupby(["family", "pass"])}
+
+
+@cache
+def efficiencies(arch: str, gpu: str | None = None) -> dict[tuple[str, str], float]:
+    """Median achieved efficiency per (family, pass): of one GPU's kernels if it
+    has them and ``gpu`` is given, else of its architecture's."""
+    table = kernel_table()
+    if gpu is not None and (table["gpu"] == gpu).any():
+        own = _fit(table[table["gpu"] == gpu])
+        return {**efficiencies(arch), **own}
+    arch = arch if (table["arch"] == arch).any() else ASSUMED_LIKE.get(arch, "pascal")
+    fitted = _fit(table[table["arch"] == arch])
+    if arch != "kepler":
+        # FFT kernels were measured on Maxwell only (fbfft); later
+        # architectures are assumed to reach the same share of their peak.
+        # Kepler's calibration (cuDNN R2) had no FFT algorithm.
+        maxwell = _fit(table[(table["arch"] == "maxwell") & (table["family"] == "fft")])
+        fitted = {**maxwell, **fitted}
+    # a family the architecture lacks borrows its other convolutions' efficiency
+    for family in ("conv", "conv3x3s1", "gemm"):
+        for pass_ in PASSES:
+            fallback = fitted.get(("conv", pass_)) or fitted.get(("conv3x3s1", pass_)) or \
+                fitted.get(("gemm", "fwd"))
+            fitted.setdefault((family, pass_), fallback)
+    return fitted
+
+
+def _pass_time(flops: float, nbytes: float, efficiency: float, gpu: GpuSpec) -> float:
+    return max(flops / (gpu.peak_flops * efficiency),
+               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + LAUNCH_S
+
+
+class KernelModel:
+    """The :class:`~asgdsim.costs.ComputeCost` built on kernel measurements."""
+
+    def __init__(self, use_tables: bool):
+        self.use_tables = use_tables
+
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
+        return sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch))
+
+    def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[LayerTime]:
+        eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None)
+        if model.graph is None:
+            return [self._whole(gpu, model, batch, eff)]
+        measured = self._measured(gpu.name) if self.use_tables else {}
+        return [self._layer(layer, i == 0, gpu, batch, eff, measured)
+                for i, layer in enumerate(model.graph)]
+
+    @staticmethod
+    @cache
+    def _measured(gpu: str) -> dict[tuple, pd.DataFrame]:
+        table = kernel_table()
+        rows = table[(table["gpu"] == gpu) & (table["op"] == "conv")]
+        return {key: group for key, group in rows.groupby(
+            ["c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h"])}
+
+    def _layer(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
+               eff: dict, measured: dict) -> LayerTime:
+        if layer.op in ("conv", "fc"):
+            return self._weighted(layer, first, gpu, n, eff, measured)
+        # element-wise: forward reads the input and writes the output; backward
+        # reads the output's gradient (and input) and writes the input's
+        forward = n * BYTES * (layer.in_values + layer.out_values)
+        fwd = forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
+        bwd = 0.0 if first else 1.5 * forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
+        return LayerTime(layer.name, layer.op, fwd, bwd, "roofline")
+
+    def _weighted(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
+                  eff: dict, measured: dict) -> LayerTime:
+        flops = n * layer.flops
+        weights = BYTES * layer.params
+        inputs, outputs = n * BYTES * layer.in_values, n * BYTES * layer.out_values
+        family = "gemm" if layer.op == "fc" else _family(*layer.kernel, layer.stride)
+        key = (layer.in_shape[0], layer.in_shape[1], layer.in_shape[2], layer.out_shape[0],
+               *layer.kernel, *layer.pad, layer.stride)
+        rows = measured.get(key) if layer.op == "conv" and layer.groups == 1 else None
+        times, sources = {}, set()
+        traffic = {"fwd": inputs + weights + outputs, "bwd_data": outputs + weights + inputs,
+                   "bwd_filter": inputs + outputs + weights}
+        fft_flops = (_fft_flops(n, layer.in_shape[0], layer.out_shape[0],
+                                layer.in_shape[1] + 2 * layer.pad[0], layer.in_shape[2] + 2 * layer.pad[1])
+                     if _fft_eligible(layer) else None)
+        for pass_ in PASSES:
+            if pass_ == "bwd_data" and first:
+                continue           # nobody needs the gradient of the network's input
+            table_s = _scaled(rows, pass_, n) if rows is not None else None
+            if table_s is not None:
+                times[pass_], source = table_s, "table"
+            else:
+                efficiency = eff[(family, "fwd" if family == "gemm" else pass_)]
+                times[pass_], source = _pass_time(flops, traffic[pass_], efficiency, gpu), "roofline"
+                if fft_flops is not None and ("fft", pass_) in eff:
+                    # an autotuner takes the faster algorithm
+                    times[pass_] = min(times[pass_], _pass_time(fft_flops, traffic[pass_],
+                                                                 eff[("fft", pass_)], gpu))
+            sources.add(source)
+        return LayerTime(layer.name, layer.op, times["fwd"],
+                         times.get("bwd_data", 0.0) + times["bwd_filter"],
+                         "+".join(sorted(sources)))
+
+    def _whole(self, gpu: GpuSpec, model: ModelSpec, n: int, eff: dict) -> LayerTime:
+        """A model known by its totals: one compute-bound pass per direction."""
+        flops = n * model.forward_flops
+        efficiency = eff[("conv", "fwd")]
+        fwd = _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
+        bwd = 2 * _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
+        return LayerTime(model.name, "model", fwd, bwd, "roofline (totals)")
+
+
+def _scaled(rows: pd.DataFrame, pass_: str, n: int) -> float | None:
+    rows = rows[rows["pass"] == pass_]
+    if rows.empty:
+        return None
+    nearest = rows.iloc[int(np.argmin(np.abs(np.log(rows["n"].to_numpy() / n))))]
+    return float(nearest["ms"]) / 1e3 * n / float(nearest["n"])

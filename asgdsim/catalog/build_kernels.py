@@ -60,7 +60,9 @@ def deepbench_gemm(data: Path) -> list[dict]:
 
 #: convnet-benchmarks layer sets used: (gpu in the file, library, catalog gpu, algorithm)
 SOUMITH_SETS = [("GTX Titan Black", "CuDNN R2", "TitanBlack", "gemm"),   # the Kepler calibration
-                ("GTX Titan X (Maxwell)", "fbfft", "TitanX-Maxwell", "fft")]  # FFT convolution
+                ("GTX Titan X (Maxwell)", "fbfft", "TitanX-Maxwell", "fft"),  # FFT convolution
+                ('GTX Titan X (Maxwell) [logged as "Graphics Device"]',
+                 "nn.SpatialConvolutionCuFFT (fbfft/cuFFT)", "TitanX-Maxwell", "fft")]
 
 
 def soumith_layers(data: Path) -> list[dict]:

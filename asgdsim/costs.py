@@ -23,7 +23,8 @@ from .distributions import Law, law_from_spec
 from .scenario import GpuSpec, LawSpec, LinkSpec, ModelSpec, Scenario
 
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
-           "transfer_time", "ring_allreduce_time", "cpu_pass_time", "costs_of"]
+           "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
+           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of"]
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
@@ -52,6 +53,26 @@ def ring_allreduce_time(link: LinkSpec, nbytes: float, members: int) -> float:
     if members <= 1:
         return 0.0
     return 2 * (members - 1) * transfer_time(link, nbytes / members)
+
+
+def tree_allreduce_time(link: LinkSpec, nbytes: float, members: int) -> float:
+    """Binary-tree reduce then broadcast: 2 ceil(log2 n) steps of the whole message."""
+    if members <= 1:
+        return 0.0
+    return 2 * math.ceil(math.log2(members)) * transfer_time(link, nbytes)
+
+
+def hierarchical_allreduce_time(intra: LinkSpec, inter: LinkSpec, nbytes: float,
+                                per_node: int, nodes: int) -> float:
+    """GPU-level Allreduce on multi-GPU nodes: reduce-scatter inside each node
+    (ring over ``intra``), Allreduce across nodes (ring over ``inter``; the
+    node's one port carries all its GPUs' shards), all-gather inside the node."""
+    inside = (per_node - 1) * transfer_time(intra, nbytes / per_node) if per_node > 1 else 0.0
+    return 2 * inside + ring_allreduce_time(inter, nbytes, nodes)
+
+
+#: algorithm.allreduce name -> Allreduce across the nodes of a SPRINT cluster
+ALLREDUCE = {"ring": ring_allreduce_time, "tree": tree_allreduce_time}
 
 
 def cpu_pass_time(nbytes: float, memory_bandwidth: float, streams: int) -> float:
@@ -109,7 +130,7 @@ def costs_of(scenario: Scenario) -> Costs:
         return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
-    allreduce = ring_allreduce_time(cluster.network, weights, cluster.nodes)
+    allreduce = ALLREDUCE[scenario.algorithm.allreduce](cluster.network, weights, cluster.nodes)
     node_update = cpu_pass_time(weights, memory_bw, streams=5)   # read w, g, m; write m, w
     if timing.update_interval is not None:
         # a fixed cycle replaces the modelled Allreduce and update

@@ -285,6 +285,8 @@ class Cluster(_Spec):
 
 class Algorithm(_Spec):
     kind: Literal["sprint", "async", "sync"]
+    # how SPRINT's update threads sum their gradients across nodes
+    allreduce: Literal["ring", "tree"] = "ring"
 
 
 class Timing(_Spec):

@@ -9,9 +9,15 @@ and layers only), so the table is an out-of-sample check.
 
 from __future__ import annotations
 
+import csv
 import statistics
+from pathlib import Path
 
-from asgdsim import step_time
+from asgdsim import catalog, step_time
+from asgdsim.costs import hierarchical_allreduce_time
+from asgdsim.scenario import LinkSpec
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 #: (GPU, model, batch, measured ms, what was measured)
 MEASURED = [
@@ -38,6 +44,28 @@ def main() -> None:
         print(row + f"  {what}")
     for mode, errs in errors.items():
         print(f"median absolute error, {mode}: {100 * statistics.median(errs):.0f} %")
+    allreduce()
+
+
+def allreduce() -> None:
+    """DeepBench GPU Allreduce on 8-GPU PCIe nodes joined by FDR InfiniBand."""
+    pcie = LinkSpec.model_validate(catalog.lookup("networks", "pcie3-x16"))
+    fdr = LinkSpec.model_validate(catalog.lookup("networks", "ib-fdr"))
+    print("\nAllreduce, alpha-beta (hierarchical: ring in the node over PCIe 3, ring across "
+          "nodes over FDR) against DeepBench, M40 nodes")
+    print(f"{'floats':>10}{'GPUs':>6}{'nodes':>6}{'measured ms':>13}{'model ms':>10}{'err':>8}")
+    errs = []
+    for row in csv.DictReader(open(DATA / "deepbench_allreduce.csv")):
+        if row["gpu"] != "Tesla M40":
+            continue
+        n_gpus, nodes = int(row["n_gpus"]), int(row["n_nodes"])
+        nbytes = 4 * int(row["n_floats"])
+        model = 1e3 * hierarchical_allreduce_time(pcie, fdr, nbytes, n_gpus // nodes, nodes)
+        measured = float(row["mean_ms"])
+        errs.append(abs(model / measured - 1))
+        print(f"{int(row['n_floats']):>10}{n_gpus:>6}{nodes:>6}{measured:>13.2f}{model:>10.2f}"
+              f"{100 * (model / measured - 1):>+7.0f}%")
+    print(f"median absolute error: {100 * statistics.median(errs):.0f} %")
 
 
 if __name__ == "__main__":

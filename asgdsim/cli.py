@@ -20,6 +20,7 @@ from . import catalog
 from .analytic import Prediction, predict
 from .costs import COMPUTE_COSTS
 from .output import OutputExists, check_writable, write_run
+from .profile import profile_model, write_table
 from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
 
@@ -154,6 +155,32 @@ def cmd_timing(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    try:
+        import torch  # noqa: F401  (optional dependency)
+    except ImportError:
+        raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
+    if args.batch <= 0 or args.repeats <= 0:
+        raise UsageError("--batch and --repeats must be positive integers")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here")
+    try:
+        gpu = catalog.lookup("gpus", args.gpu)["name"]
+        model = catalog_model(args.model)
+    except catalog.CatalogError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out or f"profiles/{gpu}-{model.name}-b{args.batch}.csv")
+    if out.exists() and not args.overwrite:
+        raise UsageError(f"{out} exists; pass --overwrite to replace it or choose --out")
+    rows = profile_model(model, args.batch, gpu, args.device, repeats=args.repeats)
+    write_table(rows, out)
+    total = sum(float(r["ms"]) for r in rows)
+    print(f"{model.name}, batch {args.batch} on {args.device} (labelled {gpu}): {len(rows)} "
+          f"kernels, {total:.2f} ms in all; wrote {out}")
+    print(f"use it with  timing: {{compute: table, kernel_table: {out}}}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asgdsim", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -182,6 +209,17 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("--batch", type=int, required=True, help="sub-batch size")
     timing.add_argument("--compute", choices=list(COMPUTE_COSTS), default="table")
     timing.set_defaults(func=cmd_timing)
+
+    prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")
+    prof.add_argument("--model", required=True, help="catalog model name")
+    prof.add_argument("--batch", type=int, required=True)
+    prof.add_argument("--gpu", required=True,
+                      help="catalog name of the device measured (the table's gpu column)")
+    prof.add_argument("--device", default="cpu", help="PyTorch device: cpu, cuda, cuda:1 ...")
+    prof.add_argument("--repeats", type=int, default=5)
+    prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
+    prof.add_argument("--overwrite", action="store_true")
+    prof.set_defaults(func=cmd_profile)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

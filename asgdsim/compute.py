@@ -62,11 +62,15 @@ class LayerTime:
 
 
 @cache
-def kernel_table() -> pd.DataFrame:
-    """The measured kernels shipped with the package (see build_kernels.py)."""
+def kernel_table(extra: str | None = None) -> pd.DataFrame:
+    """The measured kernels shipped with the package (see build_kernels.py),
+    and those of a user's table (``asgdsim profile``) if ``extra`` names one."""
     path = resources.files("asgdsim.catalog").joinpath("kernels.csv")
     with resources.as_file(path) as p:
         table = pd.read_csv(p)
+    if extra is not None:
+        table = pd.concat([table, read_user_table(extra)], ignore_index=True)
+    table["algo"] = table["algo"].fillna("")
     table["arch"] = [_gpu(g).architecture for g in table["gpu"]]
     conv = table["op"] == "conv"
     ho = (table["h"] + 2 * table["pad_h"] - table["r"]) // table["stride_h"] + 1
@@ -92,6 +96,20 @@ def kernel_table() -> pd.DataFrame:
     table["efficiency"] = table["flops"] / (compute_s * peak)
     # compute-bound: at full peak the FLOPs would still outlast the memory traffic
     table["compute_bound"] = table["flops"] / peak > table["bytes"] / (bandwidth * MEMORY_EFFICIENCY)
+    return table
+
+
+def read_user_table(path: str) -> pd.DataFrame:
+    """A kernel table in the package's format; ValueError says what is wrong."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read kernel table {path}: {exc}") from None
+    required = {"gpu", "op", "pass", "ms"}
+    if missing := required - set(table.columns):
+        raise ValueError(f"kernel table {path} lacks columns {', '.join(sorted(missing))}")
+    for name in table["gpu"].unique():
+        catalog.lookup("gpus", str(name))      # an unknown GPU is refused by name
     return table
 
 
@@ -124,10 +142,11 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], float]:
 
 
 @cache
-def efficiencies(arch: str, gpu: str | None = None) -> dict[tuple[str, str], float]:
+def efficiencies(arch: str, gpu: str | None = None,
+                 extra: str | None = None) -> dict[tuple[str, str], float]:
     """Median achieved efficiency per (family, pass): of one GPU's kernels if it
     has them and ``gpu`` is given, else of its architecture's."""
-    table = kernel_table()
+    table = kernel_table(extra)
     if gpu is not None and (table["gpu"] == gpu).any():
         own = _fit(table[table["gpu"] == gpu])
         return {**efficiencies(arch), **own}
@@ -156,27 +175,19 @@ def _pass_time(flops: float, nbytes: float, efficiency: float, gpu: GpuSpec) -> 
 class KernelModel:
     """The :class:`~asgdsim.costs.ComputeCost` built on kernel measurements."""
 
-    def __init__(self, use_tables: bool):
-        self.use_tables = use_tables
+    def __init__(self, use_tables: bool, extra: str | None = None):
+        self.use_tables, self.extra = use_tables, extra
 
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
         return sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch))
 
     def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[LayerTime]:
-        eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None)
+        eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
-        measured = self._measured(gpu.name) if self.use_tables else {}
+        measured = _measured(gpu.name, self.extra) if self.use_tables else {}
         return [self._layer(layer, i == 0, gpu, batch, eff, measured)
                 for i, layer in enumerate(model.graph)]
-
-    @staticmethod
-    @cache
-    def _measured(gpu: str) -> dict[tuple, pd.DataFrame]:
-        table = kernel_table()
-        rows = table[(table["gpu"] == gpu) & (table["op"] == "conv")]
-        return {key: group for key, group in rows.groupby(
-            ["c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h"])}
 
     def _layer(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
                eff: dict, measured: dict) -> LayerTime:
@@ -195,9 +206,12 @@ class KernelModel:
         weights = BYTES * layer.params
         inputs, outputs = n * BYTES * layer.in_values, n * BYTES * layer.out_values
         family = "gemm" if layer.op == "fc" else _family(*layer.kernel, layer.stride)
-        key = (layer.in_shape[0], layer.in_shape[1], layer.in_shape[2], layer.out_shape[0],
-               *layer.kernel, *layer.pad, layer.stride)
-        rows = measured.get(key) if layer.op == "conv" and layer.groups == 1 else None
+        if layer.op == "conv":
+            key = ("conv", *layer.in_shape, layer.out_shape[0], *layer.kernel, *layer.pad,
+                   layer.stride)
+        else:
+            key = ("gemm", layer.out_values, layer.in_values)
+        rows = measured.get(key) if layer.groups == 1 else None
         times, sources = {}, set()
         traffic = {"fwd": inputs + weights + outputs, "bwd_data": outputs + weights + inputs,
                    "bwd_filter": inputs + outputs + weights}
@@ -229,6 +243,22 @@ class KernelModel:
         fwd = _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
         bwd = 2 * _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
         return LayerTime(model.name, "model", fwd, bwd, "roofline (totals)")
+
+
+@cache
+def _measured(gpu: str, extra: str | None) -> dict[tuple, pd.DataFrame]:
+    """A GPU's measured kernels by exact geometry: convolutions, and GEMMs
+    with all three passes (as ``asgdsim profile`` writes fully connected layers)."""
+    table = kernel_table(extra)
+    rows = table[table["gpu"] == gpu]
+    conv = rows[rows["op"] == "conv"]
+    out = {("conv", *key): group for key, group in conv.groupby(
+        ["c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h"])}
+    gemm = rows[(rows["op"] == "gemm")]
+    for key, group in gemm.groupby(["gemm_m", "gemm_k"]):
+        if set(group["pass"]) >= set(PASSES):
+            out[("gemm", *key)] = group.drop(columns="n").rename(columns={"gemm_n": "n"})
+    return out
 
 
 def _scaled(rows: pd.DataFrame, pass_: str, n: int) -> float | None:

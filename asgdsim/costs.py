@@ -113,7 +113,10 @@ def compute_law(scenario: Scenario) -> Law:
     timing, work = scenario.timing, scenario.workload
     if isinstance(timing.compute, LawSpec):
         return law_from_spec(timing.compute)
-    step = COMPUTE_COSTS[timing.compute].step_time(scenario.cluster.gpu, work.model, work.sub_batch)
+    cost = COMPUTE_COSTS[timing.compute]
+    if timing.kernel_table is not None and timing.compute == "table":
+        cost = KernelModel(use_tables=True, extra=timing.kernel_table)
+    step = cost.step_time(scenario.cluster.gpu, work.model, work.sub_batch)
     if timing.jitter is None:
         return Law.constant(step)
     return law_from_spec(timing.jitter).scaled(step)

@@ -297,6 +297,16 @@ class Timing(_Spec):
     jitter: JitterSpec | None = None
     communication: Literal["modelled", "ideal"] = "modelled"
     update_interval: Seconds | None = None
+    # a kernel table of your own (asgdsim profile), used with compute: table
+    kernel_table: str | None = None
+
+    @field_validator("kernel_table")
+    @classmethod
+    def _readable_table(cls, path: str | None) -> str | None:
+        if path is not None:
+            from .compute import read_user_table   # the compute model owns the format
+            read_user_table(path)
+        return path
 
     @model_validator(mode="after")
     def _jitter_needs_a_model(self) -> Timing:
@@ -377,6 +387,10 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(source, [("", f"expected a mapping of scenario keys at the top, "
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
+    table = data.get("timing", {}).get("kernel_table") if isinstance(data.get("timing"), dict) else None
+    if isinstance(table, str) and not Path(table).is_absolute():
+        # a table named in a scenario file is found beside that file
+        data["timing"]["kernel_table"] = str((path.parent / table).resolve())
     return scenario_from_dict(data, overrides, source=source)
 
 

@@ -1,0 +1,104 @@
+"""Measuring a real device: per-layer kernel times with PyTorch.
+
+``profile_model`` builds each convolution and fully connected layer of a
+network as a PyTorch module on the chosen device and times its three passes
+separately (forward, gradient of the input, gradient of the weights): warm-up
+runs, then the median of repeats, timed with CUDA events on a GPU and the
+wall clock on the CPU. The rows come out in the format of the package's
+``kernels.csv``, so a scenario can use them through
+``timing.kernel_table``. PyTorch is an optional dependency
+(``pip install 'asgdsim[profile]'``).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .catalog.build_kernels import COLUMNS
+from .layers import Layer
+from .scenario import ModelSpec
+
+__all__ = ["profile_model", "write_table"]
+
+
+def _timer(torch, device: str) -> Callable[[Callable[[], object]], float]:
+    if device.startswith("cuda"):
+        def timed(fn: Callable[[], object]) -> float:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end)          # ms
+    else:
+        def timed(fn: Callable[[], object]) -> float:
+            start = time.perf_counter()
+            fn()
+            return 1e3 * (time.perf_counter() - start)
+    return timed
+
+
+def _module(torch, layer: Layer):
+    nn = torch.nn
+    if layer.op == "conv":
+        return nn.Conv2d(layer.in_shape[0], layer.out_shape[0], layer.kernel, layer.stride,
+                         layer.pad, groups=layer.groups)
+    return nn.Linear(layer.in_values, layer.out_values)
+
+
+def profile_model(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
+                  warmup: int = 2, repeats: int = 5) -> list[dict]:
+    """Time every convolution and fully connected layer of ``model``; return
+    kernel rows labelled with the catalog GPU name ``gpu``."""
+    import torch  # optional dependency: imported only when profiling
+
+    timed = _timer(torch, device)
+    library = f"PyTorch {torch.__version__} ({device})"
+    rows = []
+    for layer in model.graph:
+        if layer.op not in ("conv", "fc"):
+            continue
+        module = _module(torch, layer).to(device)
+        shape = (batch, *layer.in_shape) if layer.op == "conv" else (batch, layer.in_values)
+        x = torch.randn(shape, device=device, requires_grad=True)
+        weights = [p for p in module.parameters()]
+        y = module(x)
+        grad = torch.ones_like(y)
+        passes = {
+            "fwd": lambda: module(x),
+            "bwd_data": lambda: torch.autograd.grad(y, x, grad, retain_graph=True),
+            "bwd_filter": lambda: torch.autograd.grad(y, weights, grad, retain_graph=True),
+        }
+        for pass_, fn in passes.items():
+            for _ in range(warmup):
+                fn()
+            ms = statistics.median(timed(fn) for _ in range(repeats))
+            rows.append(_row(layer, pass_, batch, ms, gpu, library))
+    return rows
+
+
+def _row(layer: Layer, pass_: str, batch: int, ms: float, gpu: str, library: str) -> dict:
+    source = "asgdsim profile (median of repeats after warm-up)"
+    if layer.op == "conv":
+        c, h, w = layer.in_shape
+        return {"gpu": gpu, "op": "conv", "pass": pass_, "n": batch, "c": c, "h": h, "w": w,
+                "k": layer.out_shape[0], "r": layer.kernel[0], "s": layer.kernel[1],
+                "pad_h": layer.pad[0], "pad_w": layer.pad[1], "stride_h": layer.stride,
+                "stride_w": layer.stride, "ms": ms, "algo": "", "library": library,
+                "source": source}
+    # y = x W^T: a GEMM of M = outputs, N = batch, K = inputs
+    return {"gpu": gpu, "op": "gemm", "pass": pass_, "gemm_m": layer.out_values,
+            "gemm_n": batch, "gemm_k": layer.in_values, "ms": ms, "algo": "",
+            "library": library, "source": source}
+
+
+def write_table(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,0 +1,54 @@
+"""asgdsim profile on the CPU (the same code path as on a GPU), and a
+scenario using the table it writes."""
+
+import pandas as pd
+import pytest
+
+from asgdsim.cli import main
+from asgdsim.compute import KernelModel
+from asgdsim.costs import costs_of
+
+from conftest import make
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    path = tmp_path_factory.mktemp("profile") / "alexnet.csv"
+    assert main(["profile", "--model", "alexnet", "--batch", "2", "--gpu", "K80",
+                 "--repeats", "2", "--out", str(path)]) == 0
+    return path
+
+
+def test_profile_writes_every_weighted_layer_and_pass(table):
+    rows = pd.read_csv(table)
+    assert len(rows) == 3 * (5 + 3)            # 5 convolutions, 3 fully connected; 3 passes
+    assert set(rows["pass"]) == {"fwd", "bwd_data", "bwd_filter"}
+    assert (rows["ms"] > 0).all() and set(rows["gpu"]) == {"K80"}
+    assert rows["library"].str.startswith("PyTorch").all()
+
+
+def test_a_scenario_uses_the_profiled_table(table):
+    sc = make(workload__model="alexnet", workload__sub_batch=2, cluster__gpu="K80",
+              timing__compute="table", timing__kernel_table=str(table))
+    rows = pd.read_csv(table)
+    layers = KernelModel(True, extra=str(table)).breakdown(sc.cluster.gpu, sc.workload.model, 2)
+    weighted = [t for t in layers if t.op in ("conv", "fc")]
+    assert all(t.source == "table" for t in weighted)
+    assert sum(t.forward_s for t in weighted) == pytest.approx(
+        rows.loc[rows["pass"] == "fwd", "ms"].sum() / 1e3)
+    first_bwd_data = rows[rows["pass"] == "bwd_data"]["ms"].iloc[0]   # not needed for conv1
+    assert sum(t.backward_s for t in weighted) == pytest.approx(
+        (rows.loc[rows["pass"] != "fwd", "ms"].sum() - first_bwd_data) / 1e3)
+    assert costs_of(sc).compute.mean == pytest.approx(sum(t.forward_s + t.backward_s for t in layers))
+
+
+def test_profile_refuses_to_overwrite_and_bad_tables_are_named(table, tmp_path, capsys):
+    assert main(["profile", "--model", "alexnet", "--batch", "2", "--gpu", "K80",
+                 "--out", str(table)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    broken = tmp_path / "broken.csv"
+    broken.write_text("gpu,op\nK80,conv\n")
+    from asgdsim.scenario import ScenarioError
+    with pytest.raises(ScenarioError) as error:
+        make(timing__kernel_table=str(broken))
+    assert "timing.kernel_table" in str(error.value) and "lacks columns" in str(error.value)

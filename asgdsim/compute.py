@@ -6,20 +6,22 @@ gradient of its input, skipped for the first layer, plus the gradient of its
 weights). A pass takes
 
     max(FLOPs / (peak x efficiency), bytes / (bandwidth x memory efficiency))
-    + kernel launch overhead
+    + fixed cost per kernel
 
 where the efficiency is what GPUs of that architecture achieve on that kind
 of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
 the rest) per pass, GEMM for fully connected layers. It is the median over
 the measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
-Volta; convnet-benchmarks' Titan Black layers for Kepler), counting only
-compute-bound kernels. Ampere and Hopper have no public kernel tables here:
+Volta; convnet-benchmarks' Titan Black layers for Kepler), fitted together
+with a fixed cost per kernel on the compute-bound ones (small kernels pay
+the fixed cost, large ones approach the efficiency). Ampere and Hopper have no public kernel tables here:
 they are assumed to reach Volta's FP32 efficiencies.
 
 With ``timing.compute: table`` a GPU that has its own measurements uses its
 own efficiencies, and a convolution whose exact geometry was measured on it
-takes the measured time, scaled linearly in batch size from the nearest
-measured batch. ``roofline`` uses the architecture's efficiencies only.
+takes the measured time at the nearest measured batch, scaled to the batch
+asked for by the ratio of the calibrated roofline's times at the two batches
+(FLOPs and bytes grow with the batch, the fixed cost does not). ``roofline`` uses the architecture's efficiencies only.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
+from scipy import optimize
 
 from . import catalog
 from .layers import Layer
@@ -90,7 +93,7 @@ def kernel_table(extra: str | None = None) -> pd.DataFrame:
     table["family"] = np.where(fft, "fft", np.where(
         conv, [_family(r, s, st) for r, s, st in zip(table["r"], table["s"], table["stride_h"])],
         "gemm"))
-    peak = np.array([_gpu(g).peak_flops for g in table["gpu"]])
+    table["peak"] = peak = np.array([_gpu(g).peak_flops for g in table["gpu"]])
     bandwidth = np.array([_gpu(g).memory_bandwidth for g in table["gpu"]])
     compute_s = np.maximum(table["ms"] / 1e3 - LAUNCH_S, 1e-9)
     table["efficiency"] = table["flops"] / (compute_s * peak)
@@ -135,17 +138,37 @@ def _fft_eligible(layer: Layer) -> bool:
     return layer.stride == 1 and layer.groups == 1 and layer.kernel[0] * layer.kernel[1] >= 25
 
 
-def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], float]:
+#: fewer compute-bound kernels than this in a family: fit its efficiency only
+MIN_KERNELS_FOR_OVERHEAD = 8
+
+
+def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
+    """(efficiency, fixed seconds per kernel) for each (family, pass).
+
+    time = (FLOPs / peak) / efficiency + overhead, fitted by non-negative
+    least squares on relative error, so small and large kernels both count.
+    With few kernels, the median efficiency and the launch cost alone.
+    """
     rows = rows[rows["compute_bound"]]
-    return {key: float(np.exp(np.log(group["efficiency"]).median()))
-            for key, group in rows.groupby(["family", "pass"])}
+    fitted = {}
+    for key, group in rows.groupby(["family", "pass"]):
+        seconds = group["ms"].to_numpy() / 1e3
+        ideal = group["flops"].to_numpy() / group["peak"].to_numpy()
+        (slope, overhead), _ = optimize.nnls(np.column_stack([ideal / seconds, 1 / seconds]),
+                                             np.ones(len(seconds)))
+        if len(group) >= MIN_KERNELS_FOR_OVERHEAD and slope > 0:
+            fitted[key] = (1.0 / slope, float(overhead))
+        else:
+            fitted[key] = (float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
+    return fitted
 
 
 @cache
 def efficiencies(arch: str, gpu: str | None = None,
-                 extra: str | None = None) -> dict[tuple[str, str], float]:
-    """Median achieved efficiency per (family, pass): of one GPU's kernels if it
-    has them and ``gpu`` is given, else of its architecture's."""
+                 extra: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+    """(efficiency, overhead per kernel) for each (family, pass): fitted on one
+    GPU's kernels if it has them and ``gpu`` is given, else on its
+    architecture's."""
     table = kernel_table(extra)
     if gpu is not None and (table["gpu"] == gpu).any():
         own = _fit(table[table["gpu"] == gpu])
@@ -167,9 +190,10 @@ def efficiencies(arch: str, gpu: str | None = None,
     return fitted
 
 
-def _pass_time(flops: float, nbytes: float, efficiency: float, gpu: GpuSpec) -> float:
+def _pass_time(flops: float, nbytes: float, fit: tuple[float, float], gpu: GpuSpec) -> float:
+    efficiency, overhead = fit
     return max(flops / (gpu.peak_flops * efficiency),
-               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + LAUNCH_S
+               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + overhead
 
 
 class KernelModel:
@@ -213,25 +237,34 @@ class KernelModel:
             key = ("gemm", layer.out_values, layer.in_values)
         rows = measured.get(key) if layer.groups == 1 else None
         times, sources = {}, set()
-        traffic = {"fwd": inputs + weights + outputs, "bwd_data": outputs + weights + inputs,
-                   "bwd_filter": inputs + outputs + weights}
         fft_flops = (_fft_flops(n, layer.in_shape[0], layer.out_shape[0],
                                 layer.in_shape[1] + 2 * layer.pad[0], layer.in_shape[2] + 2 * layer.pad[1])
                      if _fft_eligible(layer) else None)
+        def modelled(pass_: str, batch: int) -> float:
+            """The calibrated roofline at ``batch`` (the autotuner's best algorithm)."""
+            scale = batch / n
+            fit = eff[(family, "fwd" if family == "gemm" else pass_)]
+            best = _pass_time(flops * scale, traffic_at(pass_, batch), fit, gpu)
+            if fft_flops is not None and ("fft", pass_) in eff:
+                best = min(best, _pass_time(fft_flops * scale, traffic_at(pass_, batch),
+                                            eff[("fft", pass_)], gpu))
+            return best
+
+        def traffic_at(pass_: str, batch: int) -> float:
+            return weights + (inputs + outputs) * batch / n
+
         for pass_ in PASSES:
             if pass_ == "bwd_data" and first:
                 continue           # nobody needs the gradient of the network's input
-            table_s = _scaled(rows, pass_, n) if rows is not None else None
-            if table_s is not None:
-                times[pass_], source = table_s, "table"
+            measured_s = _nearest(rows, pass_, n) if rows is not None else None
+            if measured_s is not None:
+                # the nearest measured batch, scaled by the roofline's own ratio
+                seconds, batch = measured_s
+                times[pass_] = seconds * modelled(pass_, n) / modelled(pass_, batch)
+                sources.add("table")
             else:
-                efficiency = eff[(family, "fwd" if family == "gemm" else pass_)]
-                times[pass_], source = _pass_time(flops, traffic[pass_], efficiency, gpu), "roofline"
-                if fft_flops is not None and ("fft", pass_) in eff:
-                    # an autotuner takes the faster algorithm
-                    times[pass_] = min(times[pass_], _pass_time(fft_flops, traffic[pass_],
-                                                                 eff[("fft", pass_)], gpu))
-            sources.add(source)
+                times[pass_] = modelled(pass_, n)
+                sources.add("roofline")
         return LayerTime(layer.name, layer.op, times["fwd"],
                          times.get("bwd_data", 0.0) + times["bwd_filter"],
                          "+".join(sorted(sources)))
@@ -239,9 +272,9 @@ class KernelModel:
     def _whole(self, gpu: GpuSpec, model: ModelSpec, n: int, eff: dict) -> LayerTime:
         """A model known by its totals: one compute-bound pass per direction."""
         flops = n * model.forward_flops
-        efficiency = eff[("conv", "fwd")]
-        fwd = _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
-        bwd = 2 * _pass_time(flops, BYTES * model.parameters, efficiency, gpu)
+        fit = eff[("conv", "fwd")]
+        fwd = _pass_time(flops, BYTES * model.parameters, fit, gpu)
+        bwd = 2 * _pass_time(flops, BYTES * model.parameters, fit, gpu)
         return LayerTime(model.name, "model", fwd, bwd, "roofline (totals)")
 
 
@@ -261,9 +294,10 @@ def _measured(gpu: str, extra: str | None) -> dict[tuple, pd.DataFrame]:
     return out
 
 
-def _scaled(rows: pd.DataFrame, pass_: str, n: int) -> float | None:
+def _nearest(rows: pd.DataFrame, pass_: str, n: int) -> tuple[float, int] | None:
+    """(seconds, batch) of the measurement nearest to batch n, by ratio."""
     rows = rows[rows["pass"] == pass_]
     if rows.empty:
         return None
     nearest = rows.iloc[int(np.argmin(np.abs(np.log(rows["n"].to_numpy() / n))))]
-    return float(nearest["ms"]) / 1e3 * n / float(nearest["n"])
+    return float(nearest["ms"]) / 1e3, int(nearest["n"])

@@ -14,10 +14,10 @@ import statistics
 from pathlib import Path
 
 from asgdsim import catalog, step_time
-from asgdsim.costs import hierarchical_allreduce_time
+from asgdsim.costs import ring_allreduce_time
 from asgdsim.scenario import LinkSpec
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "asgdsim" / "catalog"
 
 #: (GPU, model, batch, measured ms, what was measured)
 MEASURED = [
@@ -48,19 +48,20 @@ def main() -> None:
 
 
 def allreduce() -> None:
-    """DeepBench GPU Allreduce on 8-GPU PCIe nodes joined by FDR InfiniBand."""
-    pcie = LinkSpec.model_validate(catalog.lookup("networks", "pcie3-x16"))
-    fdr = LinkSpec.model_validate(catalog.lookup("networks", "ib-fdr"))
-    print("\nAllreduce, alpha-beta (hierarchical: ring in the node over PCIe 3, ring across "
-          "nodes over FDR) against DeepBench, M40 nodes")
+    """DeepBench GPU Allreduce (flat rings) against the alpha-beta ring over the
+    slowest link, with the achieved link rates fitted in the catalog."""
+    p2p = LinkSpec.model_validate(catalog.lookup("networks", "pcie3-p2p-plx"))
+    staged = LinkSpec.model_validate(catalog.lookup("networks", "ib-fdr-gpu-staged"))
+    print("\nAllreduce: ring over the slowest link (pcie3-p2p-plx in a node, "
+          "ib-fdr-gpu-staged between nodes) against DeepBench, M40 and Titan X (Maxwell)")
     print(f"{'floats':>10}{'GPUs':>6}{'nodes':>6}{'measured ms':>13}{'model ms':>10}{'err':>8}")
     errs = []
-    for row in csv.DictReader(open(DATA / "deepbench_allreduce.csv")):
-        if row["gpu"] != "Tesla M40":
+    for row in csv.DictReader(open(DATA / "allreduce.csv")):
+        if row["gpu"] not in ("Tesla M40", "GTX Titan X (Maxwell)"):
             continue
         n_gpus, nodes = int(row["n_gpus"]), int(row["n_nodes"])
-        nbytes = 4 * int(row["n_floats"])
-        model = 1e3 * hierarchical_allreduce_time(pcie, fdr, nbytes, n_gpus // nodes, nodes)
+        link = p2p if nodes == 1 else staged
+        model = 1e3 * ring_allreduce_time(link, 4 * int(row["n_floats"]), n_gpus)
         measured = float(row["mean_ms"])
         errs.append(abs(model / measured - 1))
         print(f"{int(row['n_floats']):>10}{n_gpus:>6}{nodes:>6}{measured:>13.2f}{model:>10.2f}"

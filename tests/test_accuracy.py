@@ -25,9 +25,10 @@ WHOLE_NETWORKS = [  # GPU, model, batch, measured fwd+bwd ms (convnet-benchmarks
 ]
 
 
-@pytest.mark.parametrize("compute", ["table", "roofline"])
-def test_whole_network_times_from_per_layer_costs(compute):
-    errors = [abs(1e3 * step_time(gpu, model, batch, compute=compute) / ms - 1)
+def test_whole_network_times_from_per_layer_costs():
+    # step_time's default cost, the kernel tables (benchmarks/accuracy.py
+    # prints the roofline's figures beside them)
+    errors = [abs(1e3 * step_time(gpu, model, batch) / ms - 1)
               for gpu, model, batch, ms in WHOLE_NETWORKS]
     assert statistics.median(errors) <= 0.15, errors
 

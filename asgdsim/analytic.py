@@ -12,11 +12,12 @@ DESIGN.md's exact results hold (``communication: ideal``) it returns them:
 - sync: a round takes E[max of P steps] (m H_P for exponential compute);
 - constant compute: the epoch time to the exact event.
 
-Elsewhere it is a mean-value model: every shared resource (GPU, host link,
-disk, accumulator, server, server port) is loaded by its demand per
-gradient; the busiest one bounds throughput and is named in ``bound``.
-Contention delays below saturation are not modelled yet, and the laws used
-there are approximations: ``laws`` says which is which.
+Elsewhere it is a mean-value model: the learners and what they share (host
+links, disks, the accumulator, a server's ports and CPU) form a closed
+queueing network solved by mean-value analysis (:mod:`asgdsim.mva`), which
+gives the learners' cycle with its queueing delays and, at saturation, the
+bound the busiest station sets (named in ``bound``). The laws used there are
+approximations: ``laws`` says which is which.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law
 from .pmf import Pmf
@@ -87,15 +89,9 @@ def _exact(scenario: Scenario) -> bool:
     return scenario.timing.communication == "ideal"
 
 
-def _bottleneck(demands: dict[str, float]) -> tuple[str, float]:
-    """The resource with the largest time per gradient, and that time."""
-    name = max(demands, key=demands.get)
-    return name, demands[name]
-
-
-def _host_link_count(scenario: Scenario) -> int:
+def _links_per_node(scenario: Scenario) -> int:
     c = scenario.cluster
-    return c.nodes * -(-c.gpus_per_node // c.gpus_per_host_link)
+    return -(-c.gpus_per_node // c.gpus_per_host_link)
 
 
 def _renewal_lag(law: Law) -> float:
@@ -111,14 +107,18 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
     c, law = sc.cluster, costs.compute
     m_learners = c.learners
     copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
-    cycle = (law.mean + costs.batch_read_s + copies + 2 * costs.network_s + costs.server_update_s)
-    bound, per_gradient = _bottleneck({
-        "gpu": cycle / m_learners,
-        "server": costs.server_update_s,
-        "server_port": costs.network_s,
-        "host_link": copies / _host_link_count(sc),
-        "disk": costs.batch_read_s / c.nodes,
-    })
+    # every learner of the cluster in one closed network; a node's disk, port
+    # and host links serve only its own learners: c such servers side by side
+    cycle, _, bound = mva.solve([
+        mva.Station("gpu", law.mean, servers=0),
+        mva.Station("disk", costs.batch_read_s, servers=c.nodes),
+        mva.Station("host_link", copies, servers=c.nodes * _links_per_node(sc)),
+        mva.Station("port", 2 * costs.network_s, servers=c.nodes),
+        mva.Station("server_port_in", costs.network_s),
+        mva.Station("server", costs.server_update_s),
+        mva.Station("server_port_out", costs.network_s),
+    ], m_learners)
+    per_gradient = cycle / m_learners
     n, epochs = _target_gradients(sc)
     if _exact(sc) and law.is_constant:
         arrival = math.ceil(n / m_learners) * law.mean     # all learners in lockstep
@@ -131,13 +131,19 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness, staleness_law = Pmf.point(0), "exact: one learner"
     elif _exact(sc) and law.is_constant:
         staleness, staleness_law = Pmf.point(m_learners - 1), "exact after the first round: M - 1"
-    else:
+    elif _exact(sc) and _is_exponential(law):
         p = 1.0 / m_learners
         k = np.arange(0, int(stats.geom.isf(1e-13, p)) + 2)
         staleness = Pmf.from_probs(0, p * (1 - p) ** k)
-        staleness_law = ("exact: geometric, ideal communication and exponential compute"
-                         if _exact(sc) and _is_exponential(law)
-                         else "approximation: geometric with the exact mean M - 1")
+        staleness_law = "exact: geometric, ideal communication and exponential compute"
+    else:
+        # the others' updates during one's own cycle C: mean M - 1; each other
+        # learner adds cv^2 of renewal variance, the random window (M - 1)^2 cv^2
+        # (for exponential cycles this is the geometric law's M (M - 1))
+        others, cv = m_learners - 1, law.std / cycle
+        probs, values = _discretised_normal(others, others * cv**2 + others**2 * cv**2)
+        staleness = Pmf.from_probs(int(values[0]), probs)
+        staleness_law = "approximation: normal with mean M - 1 and the variance of a renewal count"
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=arrival / epochs,
@@ -175,17 +181,21 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     cycle = costs.cycle_s
     step = law.plus(costs.gpu_overhead_s)      # a learner's whole step, no contention
     copies = costs.weights_to_gpu_s + costs.batch_to_gpu_s + costs.gradient_to_host_s
-    bound, per_gradient = _bottleneck({
-        "gpu": step.mean / g,
-        "host_link": copies / _host_link_count(sc),
-        "accumulator": costs.accumulate_s / c.nodes,
-        "disk": costs.batch_read_s / c.nodes,
-    })
+    # one node's GPUs in a closed network (the nodes are alike and independent
+    # between cycles): its disk, host links and accumulator are shared
+    node_cycle, _, bound = mva.solve([
+        mva.Station("gpu", law.mean, servers=0),
+        mva.Station("disk", costs.batch_read_s),
+        mva.Station("host_link", copies, servers=_links_per_node(sc)),
+        mva.Station("accumulator", costs.accumulate_s),
+    ], c.gpus_per_node)
+    per_gradient = node_cycle / g
     exponential = _exact(sc) and _is_exponential(law)
     counts, k, count_law = _gradients_per_cycle(g, cycle / (per_gradient * g), step.cv, exponential)
     at_least_one = k >= 1
     gradients_per_update = Pmf.from_probs(int(k[at_least_one][0]), counts[at_least_one])
-    staleness = _pipelined_staleness(step.scaled(per_gradient * g / step.mean), cycle)
+    nonempty = 1.0 - float(counts[k == 0].sum())
+    staleness = _pipelined_staleness(step.scaled(per_gradient * g / step.mean), cycle, nonempty)
     n, epochs = _target_gradients(sc)
     if _exact(sc) and law.is_constant:
         arrival = math.ceil(n / g) * law.mean
@@ -235,18 +245,35 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
         j = np.arange(0, g + 1)
         return (stats.binom.pmf(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
-    sd = math.sqrt(lattice_var + renewal_var)
+    probs, k = _discretised_normal(mean, lattice_var + renewal_var)
+    return probs, k, "approximation: normal, binomial plus renewal variance G T cv^2 / m"
+
+
+def _discretised_normal(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
+    """A count law with this mean and variance: a normal discretised to the
+    integers (>= 0), or the two integers around the mean when the variance is
+    below what a lattice allows."""
+    low, frac = math.floor(mean), mean - math.floor(mean)
+    if var <= frac * (1 - frac) + 1e-9:
+        return np.array([1 - frac, frac]), np.array([low, low + 1])
+    sd = math.sqrt(var)
     k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
     cdf = stats.norm.cdf((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
-    return (np.diff(cdf), k,
-            "approximation: normal, binomial plus renewal variance G T cv^2 / m")
+    return np.diff(cdf), k
 
 
-def _pipelined_staleness(step: Law, cycle: float) -> Pmf:
+def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     """Staleness = 1 + floor(U + X/T), U uniform: the pipelined SPRINT cycle.
 
-    P(floor(U + Y) = j) = E[max(0, 1 - |Y - j|)], the second difference of
-    E[(y - Y)+] at j - 1, j, j + 1.
+    That many cycle ends fall between reading the weights and the update that
+    applies the gradient. P(floor(U + Y) = j) = E[max(0, 1 - |Y - j|)], the
+    second difference of E[(y - Y)+] at j - 1, j, j + 1.
+
+    A cycle in which no gradient arrived makes no version, so each of those
+    cycle ends counts only with probability ``nonempty``, except the one that
+    applies the cycle in which the learner's previous gradient arrived (it
+    had at least that gradient): with J cycle ends, staleness is
+    1 + Binomial(J - 1, q) for J >= 2 and Binomial(1, q) for J = 1.
     """
     probs, cumulative, j = [], 0.0, 0
     pe = lambda y: step.partial_expectation(y * cycle) / cycle  # noqa: E731
@@ -257,7 +284,16 @@ def _pipelined_staleness(step: Law, cycle: float) -> Pmf:
         probs.append(p)
         cumulative += p
         lower, upper, j = upper, nxt, j + 1
-    return Pmf.from_probs(1, np.array(probs))
+    ends = Pmf.from_probs(1, np.array(probs))
+    if nonempty >= 1.0 - 1e-12:
+        return ends
+    thinned = np.zeros(int(ends.values[-1]) + 1)
+    for count, p in zip(ends.values.tolist(), ends.probs.tolist()):
+        certain = 1 if count >= 2 else 0
+        trials = count - certain
+        thinned[certain:certain + trials + 1] += p * stats.binom.pmf(np.arange(trials + 1),
+                                                                     trials, nonempty)
+    return Pmf.from_probs(0, thinned)
 
 
 _PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint}

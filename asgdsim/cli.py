@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from . import catalog
 from .analytic import Prediction, predict
+from .compare import comparison
 from .costs import COMPUTE_COSTS
 from .output import OutputExists, check_writable, write_run
 from .profile import profile_model, write_table
@@ -105,6 +107,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     write_run(result, out, overwrite=True)
     print(headline(result))
     print(f"wrote {out}/: summary.json, gradients.parquet, updates.parquet, scenario.yaml, figures/")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    scenario = _load(args)
+    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-compare"
+    check_writable(out, args.overwrite)
+    if args.check is not None and args.check < 0:
+        raise UsageError(f"--check must be a non-negative tolerance, got {args.check}")
+    result = simulate(scenario)
+    write_run(result, out, overwrite=True)
+    table = comparison(result)
+    print(f"{scenario.name}: simulated against the closed form "
+          f"({result.summary['gradients']} gradients, {result.summary['updates']} updates)")
+    for row in table.itertuples(index=False):
+        err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"
+        right = "" if pd.isna(row.closed_form) else f"{row.closed_form:>14.4g}"
+        print(f"  {row.figure:<26}{row.simulated:>14.4g}{right:>14}{err}")
+    print(f"wrote {out}/ (comparison.csv, figures/)")
+    if args.check is not None:
+        worse = {k: v for k, v in result.summary["agreement"].items() if v > args.check}
+        if worse:
+            print(f"agreement worse than {args.check}: " +
+                  ", ".join(f"{k} {v:.4f}" for k, v in worse.items()), file=sys.stderr)
+            return 1
+        print(f"every agreement figure within {args.check}")
     return 0
 
 
@@ -198,6 +226,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
     run.set_defaults(func=cmd_run)
+
+    comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
+    comp.add_argument("--out", help="output folder (default runs/<name>-compare)")
+    comp.add_argument("--seed", type=int, help="seed instead of the scenario's")
+    comp.add_argument("--check", type=float, metavar="TOL",
+                      help="exit 1 if any agreement figure (relative errors, TV distances) exceeds TOL")
+    comp.add_argument("--overwrite", action="store_true")
+    comp.set_defaults(func=cmd_compare)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")
     pred.add_argument("--json", action="store_true", help="print the contract's analytic object")

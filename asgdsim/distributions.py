@@ -54,6 +54,10 @@ class Law:
         return 0.0 if self.dist is None else float(self.dist.var())
 
     @property
+    def std(self) -> float:
+        return math.sqrt(self.var)
+
+    @property
     def cv(self) -> float:
         return math.sqrt(self.var) / self.mean
 

@@ -14,14 +14,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from .plots import minibatch_figure, staleness_figure
+from .compare import compare_figures, comparison
 from .scenario import resolved_yaml
 from .simulation import Result
 
 __all__ = ["OutputExists", "write_run", "RUN_FILES"]
 
 RUN_FILES = ("summary.json", "gradients.parquet", "updates.parquet", "scenario.yaml",
-             "figures/staleness.png", "figures/minibatch.png")
+             "comparison.csv", "figures/staleness.png", "figures/minibatch.png",
+             "figures/minibatch_over_time.png", "figures/utilisation.png")
 
 
 class OutputExists(FileExistsError):
@@ -61,13 +62,7 @@ def write_run(result: Result, out: Path, overwrite: bool = False) -> list[Path]:
     _atomic(out / "gradients.parquet", lambda tmp: result.gradients.to_parquet(tmp, index=False))
     _atomic(out / "updates.parquet", lambda tmp: result.updates.to_parquet(tmp, index=False))
     _atomic(out / "scenario.yaml", text(resolved_yaml(sc)))
-    figures = {
-        "staleness.png": staleness_figure(result.gradients["staleness"].to_numpy(),
-                                          result.prediction.staleness, sc.name),
-        "minibatch.png": minibatch_figure(result.updates["minibatch"].to_numpy(),
-                                          result.prediction.minibatch, sc.name,
-                                          sc.workload.sub_batch),
-    }
-    for name, fig in figures.items():
+    _atomic(out / "comparison.csv", lambda tmp: comparison(result).to_csv(tmp, index=False))
+    for name, fig in compare_figures(result).items():
         _atomic(out / "figures" / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
     return [out / f for f in RUN_FILES]

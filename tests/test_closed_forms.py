@@ -87,7 +87,9 @@ def test_sprint_staleness_is_one_plus_floor_u_plus_x_over_t(sprint_exponential):
                                   scale=1.0)
     for k in (1, 2, 3, 5):
         assert pred.staleness.prob(k) == pytest.approx(p(k), abs=1e-9)
-    assert pred.staleness.mean == pytest.approx(1 + 1.0 / t, abs=1e-9)
+    # E[floor(U + Y)] = E[Y]; the prediction also counts empty cycles, which
+    # make no version: P(empty) = exp(-20), so the means differ by < 1e-8
+    assert pred.staleness.mean == pytest.approx(1 + 1.0 / t, abs=1e-8)
     staleness = steady(res.gradients["staleness"].to_numpy())
     assert abs(staleness.mean() - pred.staleness.mean) <= Z * batch_means_se(staleness)
     check_pmf(staleness, pred.staleness)

@@ -1,0 +1,93 @@
+"""The regression suite's golden files and the README's agreement table.
+
+Every shipped scenario's summary is kept in ``scenarios/expected/NAME.json``
+(``wall_time_s`` left out). The tests simulate each scenario again and
+compare with it; a deliberate change to the model regenerates them:
+
+    python -m asgdsim.regress --update     # rewrite scenarios/expected/*.json
+    python -m asgdsim.regress --readme     # rewrite README's agreement table
+
+``scenarios/expected/tolerances.yaml`` states how closely each scenario's
+simulation must agree with the closed form, and why where the closed form's
+assumptions break.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+from .scenario import load_scenario
+from .simulation import simulate
+
+__all__ = ["golden", "scenario_files", "agreement_table", "tolerances"]
+
+ROOT = Path.cwd()
+START, END = "<!-- agreement table: python -m asgdsim.regress --readme -->", "<!-- end of table -->"
+
+
+def scenario_files(root: Path = ROOT) -> list[Path]:
+    return sorted((root / "scenarios").glob("*.yaml"))
+
+
+def golden(summary: dict) -> dict:
+    """The summary without what depends on the machine (wall time)."""
+    return {k: v for k, v in summary.items() if k != "wall_time_s"}
+
+
+def tolerances(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "scenarios" / "expected" / "tolerances.yaml").read_text())
+
+
+def update(root: Path = ROOT) -> None:
+    expected = root / "scenarios" / "expected"
+    expected.mkdir(exist_ok=True)
+    for path in scenario_files(root):
+        result = simulate(load_scenario(path))
+        target = expected / f"{result.scenario.name}.json"
+        target.write_text(json.dumps(golden(result.summary), indent=1) + "\n")
+        print(f"wrote {target}")
+
+
+def agreement_table(root: Path = ROOT) -> str:
+    """Markdown: per scenario, the closed form's relative errors (from the golden files)."""
+    lines = ["| scenario | algorithm | learners | epoch time | mean mini-batch | mean staleness "
+             "| staleness TV | mini-batch TV |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for path in scenario_files(root):
+        name = load_scenario(path).name
+        s = json.loads((root / "scenarios" / "expected" / f"{name}.json").read_text())
+        a = s["agreement"]
+        lines.append(f"| {name} | {s['algorithm']} | {s['learners']} "
+                     f"| {100 * a['epoch_time_rel_err']:.1f} % | {100 * a['minibatch_mean_rel_err']:.1f} % "
+                     f"| {100 * a['staleness_mean_rel_err']:.1f} % | {a['staleness_tv']:.3f} "
+                     f"| {a['minibatch_tv']:.3f} |")
+    return "\n".join(lines)
+
+
+def readme_with_table(text: str, table: str) -> str:
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{table}\n{END}{tail}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m asgdsim.regress", description=__doc__.split("\n")[0])
+    parser.add_argument("--update", action="store_true", help="rewrite the golden files")
+    parser.add_argument("--readme", action="store_true", help="rewrite README's agreement table")
+    args = parser.parse_args()
+    if args.update:
+        update()
+    if args.readme:
+        readme = ROOT / "README.md"
+        readme.write_text(readme_with_table(readme.read_text(), agreement_table()))
+        print(f"rewrote the agreement table in {readme}")
+    if not (args.update or args.readme):
+        parser.print_help()
+
+
+if __name__ == "__main__":
+    main()

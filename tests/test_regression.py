@@ -1,0 +1,62 @@
+"""Every shipped scenario: simulated again and compared with its golden
+summary, and its simulated-against-closed-form agreement within the stated
+tolerances. Regenerate the golden files only on purpose:
+``python -m asgdsim.regress --update``."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from asgdsim import load_scenario, simulate
+from asgdsim.regress import END, START, agreement_table, golden, scenario_files, tolerances
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = scenario_files(ROOT)
+
+
+def assert_close(actual, expected, where=""):
+    if isinstance(expected, dict):
+        assert set(actual) == set(expected), where
+        for key in expected:
+            assert_close(actual[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_close(a, e, f"{where}[{i}]")
+    elif isinstance(expected, float):
+        # same seed, same numbers; the closed form's quadrature may differ in
+        # the last digits between platforms
+        assert math.isclose(actual, expected, rel_tol=1e-7, abs_tol=1e-12), (where, actual, expected)
+    else:
+        assert actual == expected, (where, actual, expected)
+
+
+@pytest.fixture(scope="module", params=SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def run(request):
+    return simulate(load_scenario(request.param))
+
+
+def test_summary_equals_the_golden_file(run):
+    path = ROOT / "scenarios" / "expected" / f"{run.scenario.name}.json"
+    expected = json.loads(path.read_text())
+    assert_close(json.loads(json.dumps(golden(run.summary))), expected)
+
+
+def test_agreement_within_the_stated_tolerances(run):
+    stated = tolerances(ROOT)
+    limits = {**stated["default"], **stated.get(run.scenario.name, {})}
+    for key, value in run.summary["agreement"].items():
+        assert value <= limits[key], (key, value, limits[key], limits.get("why"))
+
+
+def test_loosened_tolerances_say_why():
+    for name, limits in tolerances(ROOT).items():
+        assert name == "default" or limits.get("why"), name
+
+
+def test_readme_table_is_the_measured_one():
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split(START, 1)[1].split(END, 1)[0].strip()
+    assert table == agreement_table(ROOT)

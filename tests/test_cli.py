@@ -169,3 +169,20 @@ def test_timing_prints_every_layer(capsys):
     assert main(["timing", "V100", "vgg17", "--batch", "16"]) == 2
     assert "unknown model 'vgg17'" in capsys.readouterr().err
     assert main(["timing", "V100", "vgg16", "--batch", "0"]) == 2
+
+
+def test_compare_writes_the_table_and_checks(tmp_path, capsys):
+    ideal = ROOT / "scenarios" / "ideal-sprint-poisson.yaml"
+    out = tmp_path / "cmp"
+    assert main(["compare", str(ideal), "--out", str(out), "--set", "stop.epochs=0.2",
+                 "--check", "0.1"]) == 0
+    printed = capsys.readouterr().out
+    assert "staleness wasserstein" in printed and "within 0.1" in printed
+    table = pd.read_csv(out / "comparison.csv")
+    assert {"figure", "simulated", "closed_form", "rel_err"} <= set(table.columns)
+    for name in ("staleness.png", "minibatch.png", "minibatch_over_time.png", "utilisation.png"):
+        assert (out / "figures" / name).stat().st_size > 0
+    # a tolerance nothing meets fails the check with status 1
+    assert main(["compare", str(ideal), "--out", str(out), "--overwrite",
+                 "--set", "stop.epochs=0.2", "--check", "0"]) == 1
+    assert "agreement worse than 0" in capsys.readouterr().err

@@ -12,8 +12,9 @@ mini-batch-size distributions with the closed-form model::
 from .analytic import Prediction, predict
 from .scenario import Scenario, ScenarioError, load_scenario
 from .simulation import Result, simulate
+from .sweep import sweep
 from .timing import step_time
 
 __all__ = ["Prediction", "Result", "Scenario", "ScenarioError", "load_scenario", "predict",
-           "simulate", "step_time"]
+           "simulate", "step_time", "sweep"]
 __version__ = "0.1.0"

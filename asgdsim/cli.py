@@ -25,6 +25,7 @@ from .output import OutputExists, check_writable, write_run
 from .profile import profile_model, write_table
 from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
+from .sweep import SweepError, print_progress, sweep
 
 __all__ = ["main"]
 
@@ -136,6 +137,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grid(pairs: list[str]) -> dict[str, list]:
+    grid = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip() or not text:
+            raise UsageError(f"--grid {pair!r}: expected KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
+        values = []
+        for item in text.split(","):
+            try:
+                values.append(yaml.safe_load(item))
+            except yaml.YAMLError:
+                values.append(item)
+        grid[key.strip()] = values
+    return grid
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    if args.workers is not None and args.scheduler is not None:
+        raise UsageError("give --workers or --scheduler, not both")
+    try:
+        results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
+                        workers=args.workers or 1, scheduler=args.scheduler,
+                        overwrite=args.overwrite, progress=print_progress)
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    print(file=sys.stderr)
+    failed = len(list(Path(args.out, "points").glob("*.error.txt")))
+    print(f"{len(results)} points in {args.out}/results.parquet and results.csv"
+          + (f"; {failed} failed (see {args.out}/points/*.error.txt; rerun to retry)" if failed else ""))
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     pred = predict(_load(args))
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
@@ -234,6 +267,19 @@ def _parser() -> argparse.ArgumentParser:
                       help="exit 1 if any agreement figure (relative errors, TV distances) exceeds TOL")
     comp.add_argument("--overwrite", action="store_true")
     comp.set_defaults(func=cmd_compare)
+
+    swp = sub.add_parser("sweep", help="simulate a grid of variations on Dask, resumably",
+                         description="simulate a grid of variations on Dask, resumably")
+    swp.add_argument("scenario", help="scenario YAML file")
+    swp.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
+                     help="a dotted key and its values; several --grid make a product")
+    swp.add_argument("--replications", type=int, default=1)
+    swp.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
+    swp.add_argument("--scheduler", help="address of an existing Dask scheduler")
+    swp.add_argument("--out", required=True, help="folder of the sweep (resumed if it holds it)")
+    swp.add_argument("--overwrite", action="store_true",
+                     help="replace a folder that holds something else")
+    swp.set_defaults(func=cmd_sweep)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")
     pred.add_argument("--json", action="store_true", help="print the contract's analytic object")

@@ -1,0 +1,204 @@
+"""Sweeps: a grid of scenario variations with replications, on Dask.
+
+A sweep is a scenario file, a grid (dotted keys, each with a list of values,
+as ``--set`` takes them) and a number of replications. Every point gets its
+own seed, derived from the scenario's seed and the point itself (not from
+its position, the worker that runs it, or how many workers there are), so
+the numbers are the same on one process or fifty.
+
+Points run on dask.distributed: a local cluster of worker processes, or an
+existing cluster by its scheduler's address. Each finished point is written
+at once, atomically, as ``DIR/points/ID.json`` (a failed one as
+``ID.error.txt``); a rerun of the same sweep skips the finished points, so
+an interrupted sweep loses nothing and repeats nothing. A folder that holds
+another sweep is refused rather than overwritten. ``results.parquet`` and
+``results.csv`` gather every finished point in grid order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from .scenario import load_scenario, scenario_from_dict
+from .simulation import simulate
+
+__all__ = ["Point", "SweepError", "grid_points", "point_seed", "run_point", "sweep", "flatten",
+           "print_progress"]
+
+FIGURES = ("epoch_time_s", "throughput_samples_per_s")
+STATISTICS = ("mean", "p95")
+
+
+class SweepError(ValueError):
+    """A sweep that cannot start: a bad grid, or a folder holding another sweep."""
+
+
+@dataclass(frozen=True)
+class Point:
+    values: tuple[tuple[str, Any], ...]      # (dotted key, value) in grid order
+    replication: int
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    @property
+    def key(self) -> str:
+        return json.dumps([list(self.values), self.replication], sort_keys=True, default=str)
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(self.key.encode()).hexdigest()[:16]
+
+
+def grid_points(grid: dict[str, list], replications: int = 1) -> list[Point]:
+    """Every combination of the grid's values, each replicated."""
+    keys = list(grid)
+    return [Point(tuple(zip(keys, combo)), r)
+            for combo in itertools.product(*(grid[k] for k in keys))
+            for r in range(replications)]
+
+
+def point_seed(base_seed: int, point: Point) -> int:
+    """A seed from the scenario's seed and the point alone."""
+    digest = int.from_bytes(hashlib.sha256(point.key.encode()).digest()[:8], "big")
+    return int(np.random.SeedSequence(base_seed, spawn_key=(digest,)).generate_state(1)[0])
+
+
+def flatten(summary: dict) -> dict:
+    """The contract's result columns from a summary (and the closed form's)."""
+    row = {name: summary[name] for name in FIGURES}
+    row.update({f"analytic_{name}": summary["analytic"][name] for name in FIGURES})
+    for block in ("staleness", "minibatch"):
+        for stat in STATISTICS:
+            row[f"{block}_{stat}"] = summary[block][stat]
+            row[f"analytic_{block}_{stat}"] = summary["analytic"][block][stat]
+    row.update(gradients=summary["gradients"], updates=summary["updates"],
+               simulated_time_s=summary["simulated_time_s"])
+    return row
+
+
+def run_point(raw: dict, source: str, point: Point) -> dict:
+    """Simulate one point (runs on a worker); return its result row."""
+    scenario = scenario_from_dict(raw, point.overrides, source=source)
+    seed = point_seed(scenario.seed, point)
+    result = simulate(scenario, seed=seed)
+    return {**point.overrides, "replication": point.replication, "seed": seed,
+            **flatten(result.summary), "wall_time_s": result.summary["wall_time_s"]}
+
+
+def _raw(scenario: str | Path) -> tuple[dict, str]:
+    load_scenario(scenario)           # refuses a bad file with its own message
+    data = yaml.safe_load(Path(scenario).read_text(encoding="utf-8"))
+    data.setdefault("name", Path(scenario).stem)
+    return data, str(scenario)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
+    """Make ``out`` hold this sweep: new, the same sweep (resume), or refused."""
+    marker = out / "sweep.json"
+    if out.exists() and any(out.iterdir()):
+        same = marker.exists() and json.loads(marker.read_text()) == spec
+        if not same and not overwrite:
+            raise SweepError(f"{out} holds other files or another sweep; pass --overwrite to "
+                             "replace them, or choose another --out")
+        if not same:
+            shutil.rmtree(out)
+    (out / "points").mkdir(parents=True, exist_ok=True)
+    _write_atomic(marker, json.dumps(spec, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def _progress(done: int, failed: int, total: int, started: float, ran: int) -> str:
+    elapsed = time.monotonic() - started
+    left = (total - done - failed) * elapsed / ran if ran else float("nan")
+    eta = f"~{left:.0f} s left" if left == left else "estimating"
+    return f"\r[{done + failed}/{total}] done {done}, failed {failed}, {eta}   "
+
+
+def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
+          out: str | Path, workers: int = 1, scheduler: str | None = None,
+          overwrite: bool = False, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Run every grid point not yet finished in ``out``; return all results.
+
+    ``workers`` local worker processes, or the Dask cluster at ``scheduler``.
+    """
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    if not grid or any(not isinstance(v, list) or not v for v in grid.values()):
+        raise SweepError("a grid needs at least one key, each with a list of values")
+    if replications < 1 or workers < 1:
+        raise SweepError("replications and workers must be at least 1")
+    raw, source = _raw(scenario)
+    points = grid_points(grid, replications)
+    for point in points[::replications]:        # every value checked before anything runs
+        scenario_from_dict(raw, point.overrides, source=source)
+    out = Path(out)
+    _prepare(out, {"scenario": raw, "grid": grid, "replications": replications}, overwrite)
+    pending = [p for p in points if not (out / "points" / f"{p.id}.json").exists()]
+    failed = 0
+    if pending:
+        cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
+                                                      processes=True, dashboard_address=None)
+        client = Client(scheduler or cluster)
+        started, done = time.monotonic(), len(points) - len(pending)
+        try:
+            futures = {client.submit(run_point, raw, source, p, pure=False): p for p in pending}
+            for future in as_completed(futures):
+                point = futures[future]
+                error = out / "points" / f"{point.id}.error.txt"
+                if future.status == "finished":
+                    _write_atomic(out / "points" / f"{point.id}.json",
+                                  json.dumps(future.result(), default=float) + "\n")
+                    error.unlink(missing_ok=True)
+                    done += 1
+                else:
+                    _write_atomic(error, f"{point.key}\n{future.exception()!r}\n")
+                    failed += 1
+                if progress:
+                    progress(_progress(done, failed, len(points), started,
+                                       done + failed - (len(points) - len(pending))))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    return _gather(out, points)
+
+
+def _gather(out: Path, points: list[Point]) -> pd.DataFrame:
+    rows = [json.loads((out / "points" / f"{p.id}.json").read_text())
+            for p in points if (out / "points" / f"{p.id}.json").exists()]
+    results = pd.DataFrame(rows)
+    if not results.empty:
+        tmp = out / ".results.parquet.tmp"
+        results.to_parquet(tmp, index=False)
+        os.replace(tmp, out / "results.parquet")
+        _write_atomic(out / "results.csv", results.to_csv(index=False))
+    return results
+
+
+def print_progress(line: str) -> None:
+    sys.stderr.write(line)
+    sys.stderr.flush()
+

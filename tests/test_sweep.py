@@ -1,0 +1,84 @@
+"""Sweeps on a real local Dask cluster: seeds independent of workers,
+resumption with nothing lost or repeated, other sweeps' folders refused."""
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from asgdsim.cli import main
+from asgdsim.sweep import SweepError, grid_points, point_seed, sweep
+
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-sprint-poisson.yaml"
+GRID = {"cluster.nodes": [1, 2], "timing.update_interval": ["200 ms", "400 ms"],
+        "stop.epochs": [0.05]}
+
+
+def numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    return (frame.drop(columns=["wall_time_s"])
+            .sort_values(["cluster.nodes", "timing.update_interval", "replication"])
+            .reset_index(drop=True))
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "two"
+    return out, sweep(SCENARIO, GRID, replications=2, out=out, workers=2)
+
+
+def test_results_do_not_depend_on_the_worker_count(two_workers, tmp_path):
+    out, results = two_workers
+    assert len(results) == 8
+    one = sweep(SCENARIO, GRID, replications=2, out=tmp_path / "one", workers=1)
+    pd.testing.assert_frame_equal(numbers(results), numbers(one))
+    on_disk = pd.read_parquet(out / "results.parquet")
+    pd.testing.assert_frame_equal(numbers(on_disk), numbers(results))
+    assert len(pd.read_csv(out / "results.csv")) == 8
+    # replications differ, and each seed comes from the point alone
+    assert results["seed"].nunique() == 8
+    point = grid_points(GRID, 2)[3]
+    assert point_seed(10, point) == point_seed(10, grid_points(GRID, 2)[3])
+
+
+def test_a_rerun_resumes_without_repeating(two_workers):
+    out, results = two_workers
+    points = sorted((out / "points").glob("*.json"))
+    lost = points[:3]                                  # as if the sweep had died before them
+    for p in lost:
+        p.unlink()
+    kept = {p: p.stat().st_mtime_ns for p in points[3:]}
+    again = sweep(SCENARIO, GRID, replications=2, out=out, workers=1)
+    assert all(p.exists() for p in lost)
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())      # not run again
+    pd.testing.assert_frame_equal(numbers(again), numbers(results))
+
+
+def test_another_sweep_is_not_written_over(two_workers, capsys):
+    out, _ = two_workers
+    other = {**GRID, "cluster.nodes": [4]}
+    with pytest.raises(SweepError):
+        sweep(SCENARIO, other, out=out)
+    assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=4", "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert len(list((out / "points").glob("*.json"))) == 8
+
+
+def test_bad_grids_are_refused_before_anything_runs(tmp_path, capsys):
+    assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodez=1,2",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "cluster.nodez" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    assert main(["sweep", str(SCENARIO), "--grid", "nodes", "--out", str(tmp_path / "y")]) == 2
+    assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1", "--workers", "2",
+                 "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "z")]) == 2
+
+
+def test_sweep_on_an_existing_scheduler(tmp_path):
+    from dask.distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1,2",
+                     "--grid", "stop.epochs=0.02", "--scheduler",
+                     cluster.scheduler_address, "--out", str(tmp_path / "s")]) == 0
+    assert len(pd.read_csv(tmp_path / "s" / "results.csv")) == 2

@@ -275,15 +275,9 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     had at least that gradient): with J cycle ends, staleness is
     1 + Binomial(J - 1, q) for J >= 2 and Binomial(1, q) for J = 1.
     """
-    probs, cumulative, j = [], 0.0, 0
-    pe = lambda y: step.partial_expectation(y * cycle) / cycle  # noqa: E731
-    lower, upper = 0.0, 0.0    # E[(y - Y)+] at y = j - 1 and y = j
-    while cumulative < 1 - 1e-12 and j < 100_000:
-        nxt = pe(j + 1.0)
-        p = max(nxt - 2 * upper + lower, 0.0)
-        probs.append(p)
-        cumulative += p
-        lower, upper, j = upper, nxt, j + 1
+    last = math.ceil(step.ppf(1 - 1e-13) / cycle) + 2
+    pe = step.partial_expectation(np.arange(-1, last + 2) * cycle) / cycle
+    probs = np.maximum(pe[2:] - 2 * pe[1:-1] + pe[:-2], 0.0)     # j = 0 .. last
     ends = Pmf.from_probs(1, np.array(probs))
     if nonempty >= 1.0 - 1e-12:
         return ends

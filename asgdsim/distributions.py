@@ -92,17 +92,37 @@ class Law:
             return 1.0 if x >= self.shift else 0.0
         return float(self.dist.cdf(x - self.shift))
 
-    def partial_expectation(self, y: float) -> float:
-        """E[(y - X)+] = integral of the cdf from 0 to y."""
-        if y <= self.shift:
-            return 0.0
+    def ppf(self, q: float) -> float:
+        return self.shift + (0.0 if self.dist is None else float(self.dist.ppf(q)))
+
+    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        """E[(y - X)+] = y F(y) - E[X; X <= y], in closed form for every family
+        here (vectorised over y)."""
+        z = np.maximum(np.asarray(y, dtype=float) - self.shift, 0.0)
         if self.dist is None:
-            return y - self.shift
-        z = y - self.shift
-        if self.name in ("exponential", "shifted-exponential"):
-            m = float(self.dist.mean())
-            return z - m * -math.expm1(-z / m)
-        return integrate.quad(self.dist.cdf, 0.0, z, limit=200)[0]
+            result = z
+        else:
+            result = np.maximum(z * self.dist.cdf(z) - self._lower_mean(z), 0.0)
+        return float(result) if np.ndim(result) == 0 else result
+
+    def _lower_mean(self, z: np.ndarray) -> np.ndarray:
+        """E[D; D <= z] for the law's scipy part D."""
+        family, args, kwds = self.dist.dist.name, self.dist.args, self.dist.kwds
+        scale, loc = kwds.get("scale", 1.0), kwds.get("loc", 0.0)
+        if family == "expon":
+            tail = np.exp(-z / scale)
+            return scale * (1 - tail) - z * tail
+        if family == "gamma":
+            shape = args[0]
+            return shape * scale * stats.gamma.cdf(z, shape + 1, scale=scale)
+        if family == "lognorm":
+            sigma, mu = args[0], math.log(scale)
+            with np.errstate(divide="ignore"):
+                return math.exp(mu + sigma**2 / 2) * stats.norm.cdf((np.log(z) - mu - sigma**2) / sigma)
+        if family == "uniform":
+            inside = np.clip(z, loc, loc + scale)
+            return (inside**2 - loc**2) / (2 * scale)
+        raise AssertionError(f"no closed form for {family}")
 
     def expected_max(self, n: int) -> float:
         """E[max of n independent draws]."""

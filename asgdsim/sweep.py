@@ -37,8 +37,8 @@ import yaml
 from .scenario import load_scenario, scenario_from_dict
 from .simulation import simulate
 
-__all__ = ["Point", "SweepError", "grid_points", "point_seed", "run_point", "sweep", "flatten",
-           "print_progress"]
+__all__ = ["Point", "SweepError", "grid_points", "point_seed", "run_point", "run_on_dask", "sweep",
+           "flatten", "print_progress", "raw_scenario"]
 
 FIGURES = ("epoch_time_s", "throughput_samples_per_s")
 STATISTICS = ("mean", "p95")
@@ -102,10 +102,15 @@ def run_point(raw: dict, source: str, point: Point) -> dict:
             **flatten(result.summary), "wall_time_s": result.summary["wall_time_s"]}
 
 
-def _raw(scenario: str | Path) -> tuple[dict, str]:
+def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
+    """The scenario file as written (overrides apply to it as --set does)."""
     load_scenario(scenario)           # refuses a bad file with its own message
     data = yaml.safe_load(Path(scenario).read_text(encoding="utf-8"))
     data.setdefault("name", Path(scenario).stem)
+    timing = data.get("timing")
+    if isinstance(timing, dict) and isinstance(timing.get("kernel_table"), str):
+        # as load_scenario does: a table is found beside the scenario file
+        timing["kernel_table"] = str((Path(scenario).parent / timing["kernel_table"]).resolve())
     return data, str(scenario)
 
 
@@ -144,46 +149,59 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
 
     ``workers`` local worker processes, or the Dask cluster at ``scheduler``.
     """
-    from dask.distributed import Client, LocalCluster, as_completed
-
     if not grid or any(not isinstance(v, list) or not v for v in grid.values()):
         raise SweepError("a grid needs at least one key, each with a list of values")
     if replications < 1 or workers < 1:
         raise SweepError("replications and workers must be at least 1")
-    raw, source = _raw(scenario)
+    raw, source = raw_scenario(scenario)
     points = grid_points(grid, replications)
     for point in points[::replications]:        # every value checked before anything runs
         scenario_from_dict(raw, point.overrides, source=source)
     out = Path(out)
     _prepare(out, {"scenario": raw, "grid": grid, "replications": replications}, overwrite)
     pending = [p for p in points if not (out / "points" / f"{p.id}.json").exists()]
-    failed = 0
-    if pending:
-        cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
-                                                      processes=True, dashboard_address=None)
-        client = Client(scheduler or cluster)
-        started, done = time.monotonic(), len(points) - len(pending)
-        try:
-            futures = {client.submit(run_point, raw, source, p, pure=False): p for p in pending}
-            for future in as_completed(futures):
-                point = futures[future]
-                error = out / "points" / f"{point.id}.error.txt"
-                if future.status == "finished":
-                    _write_atomic(out / "points" / f"{point.id}.json",
-                                  json.dumps(future.result(), default=float) + "\n")
-                    error.unlink(missing_ok=True)
-                    done += 1
-                else:
-                    _write_atomic(error, f"{point.key}\n{future.exception()!r}\n")
-                    failed += 1
-                if progress:
-                    progress(_progress(done, failed, len(points), started,
-                                       done + failed - (len(points) - len(pending))))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+    counts = {"done": len(points) - len(pending), "failed": 0}
+    started = time.monotonic()
+
+    def finished(point: Point, row: dict | None, error: BaseException | None) -> None:
+        failure = out / "points" / f"{point.id}.error.txt"
+        if error is None:
+            _write_atomic(out / "points" / f"{point.id}.json", json.dumps(row, default=float) + "\n")
+            failure.unlink(missing_ok=True)
+            counts["done"] += 1
+        else:
+            _write_atomic(failure, f"{point.key}\n{error!r}\n")
+            counts["failed"] += 1
+        if progress:
+            ran = counts["done"] + counts["failed"] - (len(points) - len(pending))
+            progress(_progress(counts["done"], counts["failed"], len(points), started, ran))
+
+    run_on_dask(raw, source, pending, finished, workers=workers, scheduler=scheduler)
     return _gather(out, points)
+
+
+def run_on_dask(raw: dict, source: str, points: list[Point],
+                finished: Callable[[Point, dict | None, BaseException | None], None], *,
+                workers: int = 1, scheduler: str | None = None) -> None:
+    """Simulate ``points`` on Dask, calling ``finished`` as each one ends."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    if not points:
+        return
+    cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
+                                                  processes=True, dashboard_address=None)
+    client = Client(scheduler or cluster)
+    try:
+        futures = {client.submit(run_point, raw, source, p, pure=False): p for p in points}
+        for future in as_completed(futures):
+            if future.status == "finished":
+                finished(futures[future], future.result(), None)
+            else:
+                finished(futures[future], None, future.exception())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _gather(out: Path, points: list[Point]) -> pd.DataFrame:

@@ -153,3 +153,20 @@ def test_pmf_statistics_match_numpy():
     assert pmf.std == pytest.approx(x.std())
     for q in (0.05, 0.5, 0.95):
         assert pmf.quantile(q) == np.percentile(x, 100 * q, method="inverted_cdf")
+
+
+@pytest.mark.parametrize("spec", [
+    {"distribution": "exponential", "mean": 1.0},
+    {"distribution": "shifted-exponential", "mean": 1.0, "shift": 0.3},
+    {"distribution": "gamma", "mean": 1.0, "cv": 0.4},
+    {"distribution": "lognormal", "mean": 1.0, "cv": 0.7},
+    {"distribution": "uniform", "mean": 1.0, "cv": 0.5},
+])
+def test_partial_expectations_in_closed_form_equal_the_integral(spec):
+    from scipy import integrate
+    from asgdsim.distributions import law_from_spec
+    from asgdsim.scenario import LawSpec
+    law = law_from_spec(LawSpec(**spec)).scaled(1.7)
+    for y in (0.2, 1.0, 1.9, 4.0):
+        integral = integrate.quad(law.cdf, 0.0, y, limit=200)[0]      # E[(y - X)+] = int F
+        assert law.partial_expectation(y) == pytest.approx(integral, abs=1e-8)

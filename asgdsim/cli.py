@@ -25,6 +25,7 @@ from .output import OutputExists, check_writable, write_run
 from .profile import profile_model, write_table
 from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
+from .plan import plan, plan_figure
 from .sweep import SweepError, print_progress, sweep
 
 __all__ = ["main"]
@@ -169,6 +170,38 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    if args.target_minibatch <= 0 or not 0 < args.tolerance < 1 or args.confirm < 0 \
+            or args.max_gpus < 1:
+        raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
+                         "between 0 and 1, --confirm at least 0")
+    scenario = load_scenario(args.scenario)
+    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
+    check_writable(out, args.overwrite)
+    result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
+                  args.confirm, workers=args.workers or 1, scheduler=args.scheduler)
+    out.mkdir(parents=True, exist_ok=True)
+    result.table.to_csv(out / "plan.csv", index=False)
+    plan_figure(result, scenario.name).savefig(out / "plan.png", dpi=120)
+    feasible = result.table[result.table["feasible"]]
+    print(f"{scenario.name}: {len(result.table)} configurations, {len(feasible)} with a mean "
+          f"mini-batch within {args.tolerance:.0%} of {args.target_minibatch:g}")
+    print(f"  {'rank':>4} {'nodes':>6} {'GPUs/node':>9} {'sub-batch':>9} {'epoch (s)':>11} "
+          f"{'mini-batch':>11} {'simulated epoch':>16} {'sim. mini-batch':>16}")
+    for r in feasible.head(10).itertuples(index=False):
+        sim = ("" if pd.isna(r.simulated_epoch_time_s) else
+               f"{r.simulated_epoch_time_s:>16.1f} {r.simulated_minibatch_mean:>16.1f}")
+        print(f"  {r.rank:>4} {r.nodes:>6} {r.gpus_per_node:>9} {r.sub_batch:>9} "
+              f"{r.predicted_epoch_time_s:>11.1f} {r.predicted_minibatch_mean:>11.1f} {sim}")
+    if feasible.empty:
+        print("  no configuration meets the target; widen --tolerance or raise --max-gpus")
+    elif not result.order_agrees:
+        print(f"  note: the simulation orders the best {args.confirm} differently from the "
+              "closed form (see simulated_epoch_time_s)")
+    print(f"wrote {out}/plan.csv and plan.png")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     pred = predict(_load(args))
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
@@ -280,6 +313,20 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("--overwrite", action="store_true",
                      help="replace a folder that holds something else")
     swp.set_defaults(func=cmd_sweep)
+
+    pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
+                         description="the fastest configuration for a target mini-batch size")
+    pln.add_argument("scenario", help="scenario YAML file (its machine, model and algorithm)")
+    pln.add_argument("--target-minibatch", type=float, required=True, metavar="B")
+    pln.add_argument("--tolerance", type=float, default=0.1)
+    pln.add_argument("--max-gpus", type=int, default=1024)
+    pln.add_argument("--confirm", type=int, default=3, metavar="K",
+                     help="simulate the best K to confirm them")
+    pln.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
+    pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
+    pln.add_argument("--out", help="output folder (default runs/<name>-plan)")
+    pln.add_argument("--overwrite", action="store_true")
+    pln.set_defaults(func=cmd_plan)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")
     pred.add_argument("--json", action="store_true", help="print the contract's analytic object")

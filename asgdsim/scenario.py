@@ -262,7 +262,8 @@ class Cluster(_Spec):
             except catalog.CatalogError:
                 return data  # the machine key's own check says what is wrong
             data["machine"] = preset.pop("name")
-            preset.pop("source", None)
+            for about_the_machine in ("source", "max_nodes"):
+                preset.pop(about_the_machine, None)
             data = {**preset, **data}
         if "host_link" not in data:
             gpu = data.get("gpu")

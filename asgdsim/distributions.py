@@ -84,8 +84,12 @@ class Law:
         return self._blocks(rng)
 
     def _blocks(self, rng: np.random.Generator) -> Iterator[float]:
+        # blocks grow from a few draws to _BLOCK, so thousands of learners that
+        # each take only a few steps do not pay for draws they never use
+        size = 16
         while True:
-            yield from self.sample(rng, _BLOCK).tolist()
+            yield from self.sample(rng, size).tolist()
+            size = min(2 * size, _BLOCK)
 
     def cdf(self, x: float) -> float:
         if self.dist is None:

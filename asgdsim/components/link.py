@@ -1,9 +1,15 @@
-"""Links: anything that moves bytes one transfer at a time.
+"""Links: anything that serves transfers one at a time, first come first served.
 
 A :class:`Link` is a host link (PCIe between a node's CPU and its GPUs), a
-disk, or one direction of a network port. A transfer holds the link for its
-duration (latency + bytes / bandwidth, from the cost model); a transfer that
-finds the link busy waits its turn in FIFO order: that is the contention.
+disk, the accumulator's mutex, or one direction of a network port. A
+transfer holds the link for its duration (latency + bytes / bandwidth, from
+the cost model); a transfer that finds the link busy waits its turn: that is
+the contention.
+
+Because every duration is known when a transfer is asked for, a link needs
+no request queue: it remembers when it falls free, and a new transfer starts
+then (or now) and ends a duration later. That is exactly a FIFO resource's
+timeline, with one SimPy event per transfer instead of four.
 """
 
 from __future__ import annotations
@@ -16,32 +22,31 @@ __all__ = ["Link", "transfer_over"]
 
 
 class Link:
+    __slots__ = ("env", "name", "busy_s", "free_at")
+
     def __init__(self, env: simpy.Environment, name: str):
         self.env = env
         self.name = name
-        self.busy_s = 0.0
-        self.resource = simpy.Resource(env, capacity=1)
+        self.busy_s = 0.0        # of transfers completed
+        self.free_at = 0.0       # when the last transfer asked for will end
 
     def transfer(self, duration: float) -> Generator:
-        with self.resource.request() as request:
-            yield request
-            yield self.env.timeout(duration)
+        env = self.env
+        now = env.now
+        start = self.free_at if self.free_at > now else now
+        self.free_at = end = start + duration
+        yield env.timeout(end - now)
         self.busy_s += duration
 
 
 def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float) -> Generator:
-    """Hold every link of a path at once for ``duration`` (cut-through routing).
-
-    Callers acquire a path's links in one fixed order (sender's side first),
-    which keeps two paths from waiting on each other forever.
-    """
-    requests = [link.resource.request() for link in links]
-    try:
-        for request in requests:
-            yield request
-        yield env.timeout(duration)
-    finally:
-        for link, request in zip(links, requests):
-            link.resource.release(request)
+    """Hold every link of a path at once for ``duration`` (cut-through routing):
+    the transfer starts when the last of them falls free."""
+    now = env.now
+    start = max(now, *(link.free_at for link in links))
+    end = start + duration
+    for link in links:
+        link.free_at = end
+    yield env.timeout(end - now)
     for link in links:
         link.busy_s += duration

@@ -364,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
     except (UsageError, OutputExists) as exc:
         print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"\nasgdsim {args.command}: interrupted; what finished is kept "
+              "(a sweep resumes when run again)", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # the reader (head, less) left early: not an error of ours
         sys.stdout = open(os.devnull, "w")

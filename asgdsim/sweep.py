@@ -188,8 +188,10 @@ def run_on_dask(raw: dict, source: str, points: list[Point],
 
     if not points:
         return
+    # a local cluster listens on loopback only, its dashboard on a free port
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
-                                                  processes=True, dashboard_address=None)
+                                                  processes=True, host="127.0.0.1",
+                                                  dashboard_address="127.0.0.1:0")
     client = Client(scheduler or cluster)
     try:
         futures = {client.submit(run_point, raw, source, p, pure=False): p for p in points}

@@ -76,9 +76,33 @@ def test_bad_grids_are_refused_before_anything_runs(tmp_path, capsys):
 
 def test_sweep_on_an_existing_scheduler(tmp_path):
     from dask.distributed import LocalCluster
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
         assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1,2",
                      "--grid", "stop.epochs=0.02", "--scheduler",
                      cluster.scheduler_address, "--out", str(tmp_path / "s")]) == 0
     assert len(pd.read_csv(tmp_path / "s" / "results.csv")) == 2
+
+
+def test_ctrl_c_then_rerun_loses_nothing(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "asgdsim.cli", "sweep", str(SCENARIO),
+               "--grid", "cluster.nodes=1,2,3,4,5,6", "--grid", "stop.epochs=0.3", "--out", str(out)]
+    sweep_process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(list(out.glob("points/*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sweep_process.send_signal(signal.SIGINT)
+    _, err = sweep_process.communicate(timeout=120)
+    saved = {p: p.stat().st_mtime_ns for p in out.glob("points/*.json")}
+    assert sweep_process.returncode == 130 and b"interrupted" in err
+    assert 2 <= len(saved) < 6
+    assert subprocess.run(command, capture_output=True).returncode == 0
+    assert len(list(out.glob("points/*.json"))) == 6
+    assert all(p.stat().st_mtime_ns == t for p, t in saved.items())
+    assert len(pd.read_csv(out / "results.csv")) == 6

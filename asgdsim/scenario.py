@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -151,11 +152,18 @@ class ModelSpec(_Spec):
         return None if self.layers is None else compile_layers(list(self.layers), self.input_shape)
 
 
-@cache
 def catalog_model(name: str) -> ModelSpec:
-    """A catalog network with its layers from the zoo."""
+    """A catalog network, with its layers from the zoo if it is a shipped one."""
+    return _catalog_model(name, os.environ.get(catalog.USER_CATALOG, ""))
+
+
+@cache
+def _catalog_model(name: str, user_files: str) -> ModelSpec:
     entry = catalog.lookup("models", name)
-    return ModelSpec.model_validate({**entry, "layers": zoo.BUILDERS[entry["name"]]()})
+    builder = zoo.BUILDERS.get(entry["name"])
+    if builder is not None and "layers" not in entry:
+        entry["layers"] = builder()
+    return ModelSpec.model_validate(entry)
 
 
 def _model(value: Any) -> Any:

@@ -33,8 +33,11 @@ class Weights:
         self.stopped = env.event()
 
     def apply(self, rows: list[int]) -> int:
-        """Apply the recorded gradients ``rows`` as one update; return the version."""
-        if not rows:
+        """Apply the recorded gradients ``rows`` as one update; return the version.
+
+        Once a stop condition is reached nothing more is applied, even by
+        events at the same instant that SimPy has still to process."""
+        if not rows or self.stopped.triggered:
             return self.version
         self.version += 1
         self.samples_applied += self.recorder.update(self.version, self.env.now, rows)
@@ -44,6 +47,8 @@ class Weights:
 
     def apply_single(self, learner: int, version_read: int, t_start: float, samples: int) -> int:
         """Record one gradient and apply it at once as its own update."""
+        if self.stopped.triggered:
+            return self.version
         self.version += 1
         self.recorder.single(learner, version_read, t_start, self.env.now, samples, self.version)
         self.samples_applied += samples

@@ -1,0 +1,73 @@
+"""The catalog: every contract name, sources on every entry, user files."""
+
+import pytest
+import yaml
+
+from asgdsim import catalog, simulate
+from asgdsim.cli import main
+from asgdsim.scenario import ScenarioError
+
+from conftest import BASE, make
+
+
+def with_cluster(cluster: dict, **overrides):
+    """A test scenario whose cluster is exactly ``cluster``."""
+    from asgdsim.scenario import scenario_from_dict
+    data = {**BASE, "cluster": cluster}
+    return scenario_from_dict(data, {k.replace("__", "."): v for k, v in overrides.items()})
+
+CONTRACT = {
+    "gpus": ["K20X", "K20", "K40", "K80", "M40", "M60", "TitanX-Maxwell", "TitanX-Pascal",
+             "GTX1080", "GTX1080Ti", "P100", "V100", "A100", "H100", "H200"],
+    "networks": ["ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "ib-ndr", "10gbe", "25gbe", "100gbe",
+                 "pcie2-x16", "pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink1", "nvlink2",
+                 "nvlink3", "nvlink4"],
+    "models": ["alexnet", "caffenet", "overfeat", "vgg11", "vgg16", "vgg19", "googlenet",
+               "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"],
+    "machines": ["tsubame2.5", "tsubame-kfc-dl", "dgx1-v100", "dgx-a100", "dgx-h100"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTRACT))
+def test_every_contract_name_resolves_case_insensitively_with_a_source(kind):
+    for name in CONTRACT[kind]:
+        entry = catalog.lookup(kind, name.upper())
+        assert entry["name"] == name and entry.get("source"), (kind, name)
+
+
+def test_machine_presets_fill_the_node():
+    c = with_cluster({"machine": "tsubame2.5", "nodes": 4}).cluster
+    assert (c.gpu.name, c.gpus_per_node, c.host_link.name) == ("K20X", 3, "pcie2-x16")
+    assert c.network.name == "ib-qdr-dual-rail"
+    explicit = with_cluster({"machine": "tsubame2.5", "nodes": 4, "gpus_per_node": 2})
+    assert explicit.cluster.gpus_per_node == 2          # explicit keys win
+
+
+def test_a_users_own_catalog_file(tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump({
+        "gpus": {"LabGPU": {"peak_flops": "20 TFLOP/s", "memory_bandwidth": "1 TB/s",
+                            "host_link": "pcie4-x16", "architecture": "ampere",
+                            "source": "our lab's datasheet"}},
+        "networks": {"lab-net": {"bandwidth": "100 Gb/s", "latency": "2 us", "source": "ours"}},
+        "machines": {"lab-box": {"gpu": "LabGPU", "gpus_per_node": 4, "network": "lab-net",
+                                 "host_link": "pcie4-x16", "gpus_per_host_link": 1,
+                                 "host_memory_bandwidth": "200 GB/s", "disk_bandwidth": "3 GB/s",
+                                 "source": "ours"}},
+        "models": {"tiny-cnn": {"input_shape": [3, 32, 32], "source": "ours",
+                                "layers": [{"conv": 16, "kernel": 3, "pad": 1}, {"act": "relu"},
+                                           {"pool": "max", "kernel": 2}, {"fc": 10}]}},
+    }))
+    monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
+    sc = with_cluster({"machine": "lab-box", "nodes": 2}, workload__model="tiny-cnn",
+                      timing__compute="table")
+    assert sc.cluster.gpu.name == "LabGPU" and sc.cluster.gpus_per_node == 4
+    assert sc.workload.model.parameters == (16 * 27 + 16) + (16 * 16 * 16 * 10 + 10)
+    assert simulate(sc).summary["gradients"] == 10     # BASE stops after 10
+    assert main(["catalog", "gpus"]) == 0
+    assert "LabGPU" in capsys.readouterr().out
+    mine.write_text("gpus: [not, a, mapping]\n")
+    catalog.reload()
+    with pytest.raises(ScenarioError) as error:
+        make(cluster__gpu="LabGPU")
+    assert "ASGDSIM_CATALOG file" in str(error.value)

@@ -22,10 +22,10 @@ from .analytic import Prediction, predict
 from .compare import comparison
 from .costs import COMPUTE_COSTS
 from .output import OutputExists, check_writable, write_run
+from .plan import plan, plan_figure
 from .profile import profile_model, write_table
 from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
-from .plan import plan, plan_figure
 from .sweep import SweepError, print_progress, sweep
 
 __all__ = ["main"]

@@ -50,6 +50,18 @@ def _module(torch, layer: Layer):
     return nn.Linear(layer.in_values, layer.out_values)
 
 
+def _passes(torch, module, x) -> dict[str, Callable[[], object]]:
+    """The three passes of one layer: forward, input gradient, weight gradient."""
+    weights = list(module.parameters())
+    y = module(x)
+    grad = torch.ones_like(y)
+    return {
+        "fwd": lambda: module(x),
+        "bwd_data": lambda: torch.autograd.grad(y, x, grad, retain_graph=True),
+        "bwd_filter": lambda: torch.autograd.grad(y, weights, grad, retain_graph=True),
+    }
+
+
 def profile_model(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
                   warmup: int = 2, repeats: int = 5) -> list[dict]:
     """Time every convolution and fully connected layer of ``model``; return
@@ -65,15 +77,7 @@ def profile_model(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
         module = _module(torch, layer).to(device)
         shape = (batch, *layer.in_shape) if layer.op == "conv" else (batch, layer.in_values)
         x = torch.randn(shape, device=device, requires_grad=True)
-        weights = [p for p in module.parameters()]
-        y = module(x)
-        grad = torch.ones_like(y)
-        passes = {
-            "fwd": lambda: module(x),
-            "bwd_data": lambda: torch.autograd.grad(y, x, grad, retain_graph=True),
-            "bwd_filter": lambda: torch.autograd.grad(y, weights, grad, retain_graph=True),
-        }
-        for pass_, fn in passes.items():
+        for pass_, fn in _passes(torch, module, x).items():
             for _ in range(warmup):
                 fn()
             ms = statistics.median(timed(fn) for _ in range(repeats))

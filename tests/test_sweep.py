@@ -1,7 +1,6 @@
 """Sweeps on a real local Dask cluster: seeds independent of workers,
 resumption with nothing lost or repeated, other sweeps' folders refused."""
 
-import os
 from pathlib import Path
 
 import pandas as pd

@@ -12,10 +12,14 @@ where the efficiency is what GPUs of that architecture achieve on that kind
 of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
 the rest) per pass, GEMM for fully connected layers. It is the median over
 the measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
-Volta; convnet-benchmarks' Titan Black layers for Kepler), fitted together
-with a fixed cost per kernel on the compute-bound ones (small kernels pay
-the fixed cost, large ones approach the efficiency). Ampere and Hopper have no public kernel tables here:
-they are assumed to reach Volta's FP32 efficiencies.
+Volta), fitted together with a fixed cost per kernel on the compute-bound
+ones (small kernels pay the fixed cost, large ones approach the efficiency).
+Kepler's only kernel figures are the Titan Black's under cuDNN R2, a library
+without Winograd or FFT; Kepler takes Maxwell's efficiencies scaled by the
+Kepler-to-Maxwell ratio that the Titan Black and Titan X show under that
+same library (0.86), and the Titan Black keeps its own measured figures.
+Ampere and Hopper have no public kernel tables here: they are assumed to
+reach Volta's FP32 efficiencies.
 
 With ``timing.compute: table`` a GPU that has its own measurements uses its
 own efficiencies, and a convolution whose exact geometry was measured on it
@@ -172,22 +176,46 @@ def efficiencies(arch: str, gpu: str | None = None,
     table = kernel_table(extra)
     if gpu is not None and (table["gpu"] == gpu).any():
         own = _fit(table[table["gpu"] == gpu])
-        return {**efficiencies(arch), **own}
+        # measured figures win; a Kepler GPU's are cuDNN R2's, so it borrows
+        # nothing from Kepler's Maxwell-based assumption (no FFT, no Winograd)
+        base = _with_fallbacks(dict(own)) if arch == "kepler" else efficiencies(arch)
+        return {**base, **own}
+    if arch == "kepler":
+        # Kepler's kernel figures are cuDNN R2's (2014): no Winograd or FFT,
+        # which the cuDNN 5+ of later frameworks brought to it. Take Maxwell's
+        # modern efficiencies, scaled by how Kepler fares against Maxwell
+        # under one library (Titan Black against Titan X, both cuDNN R2)
+        ratio = kepler_to_maxwell()
+        return {key: (efficiency * ratio, overhead)
+                for key, (efficiency, overhead) in efficiencies("maxwell").items()}
     arch = arch if (table["arch"] == arch).any() else ASSUMED_LIKE.get(arch, "pascal")
     fitted = _fit(table[table["arch"] == arch])
-    if arch != "kepler":
-        # FFT kernels were measured on Maxwell only (fbfft); later
-        # architectures are assumed to reach the same share of their peak.
-        # Kepler's calibration (cuDNN R2) had no FFT algorithm.
-        maxwell = _fit(table[(table["arch"] == "maxwell") & (table["family"] == "fft")])
-        fitted = {**maxwell, **fitted}
-    # a family the architecture lacks borrows its other convolutions' efficiency
+    # FFT kernels were measured on Maxwell only (fbfft); later architectures
+    # are assumed to reach the same share of their peak
+    maxwell = _fit(table[(table["arch"] == "maxwell") & (table["family"] == "fft")])
+    return _with_fallbacks({**maxwell, **fitted})
+
+
+def _with_fallbacks(fitted: dict) -> dict:
+    """A family without kernels borrows its other convolutions' efficiency."""
     for family in ("conv", "conv3x3s1", "gemm"):
         for pass_ in PASSES:
             fallback = fitted.get(("conv", pass_)) or fitted.get(("conv3x3s1", pass_)) or \
                 fitted.get(("gemm", "fwd"))
             fitted.setdefault((family, pass_), fallback)
     return fitted
+
+
+@cache
+def kepler_to_maxwell() -> float:
+    """Median over layers and passes of Kepler's efficiency over Maxwell's,
+    both under cuDNN R2 (same_library.csv): (t_Maxwell P_Maxwell) / (t_Kepler P_Kepler)."""
+    path = resources.files("asgdsim.catalog").joinpath("same_library.csv")
+    with resources.as_file(path) as p:
+        pairs = pd.read_csv(p).pivot_table(index=["layer", "pass"], columns="gpu", values="ms")
+    ratio = (pairs["TitanX-Maxwell"] * _gpu("TitanX-Maxwell").peak_flops
+             / (pairs["TitanBlack"] * _gpu("TitanBlack").peak_flops))
+    return float(ratio.median())
 
 
 def _pass_time(flops: float, nbytes: float, fit: tuple[float, float], gpu: GpuSpec) -> float:

@@ -109,6 +109,17 @@ def test_fit_recovers_efficiency_and_fixed_cost():
     assert efficiency == pytest.approx(0.5) and overhead == pytest.approx(30e-6)
 
 
+def test_kepler_is_maxwell_scaled_by_the_same_library_ratio():
+    from asgdsim.compute import kepler_to_maxwell
+    ratio = kepler_to_maxwell()
+    # convnet-benchmarks, cuDNN R2: Titan Black L1-L5 against Titan X, per peak FLOP/s
+    assert 0.80 < ratio < 0.95
+    for key, (efficiency, overhead) in efficiencies("kepler").items():
+        assert efficiency == pytest.approx(efficiencies("maxwell")[key][0] * ratio)
+    # the Titan Black keeps its own measured (cuDNN R2) figures: no FFT borrowed
+    assert ("fft", "fwd") not in efficiencies("kepler", "TitanBlack")
+
+
 def test_architectures_without_tables_borrow_voltas():
     assert efficiencies("hopper") == efficiencies("volta") == efficiencies("ampere")
     table = kernel_table()

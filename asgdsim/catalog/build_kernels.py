@@ -87,6 +87,22 @@ def soumith_layers(data: Path) -> list[dict]:
     return rows
 
 
+def same_library_pairs(data: Path) -> list[dict]:
+    """Titan Black (Kepler) and Titan X (Maxwell) under one library, cuDNN R2,
+    on layers L1-L5: how far Kepler's efficiency falls short of Maxwell's."""
+    rows = []
+    for r in csv.DictReader(open(data / "layer_times.csv")):
+        gpu = {"GTX Titan Black": "TitanBlack", "GTX Titan X (Maxwell)": "TitanX-Maxwell"}.get(r["gpu"])
+        m = SOUMITH.search(r["input_shape"])
+        if gpu is None or r["library"] != "CuDNN R2" or not m:
+            continue
+        for pass_, column in (("fwd", "forward_ms"), ("bwd", "backward_ms")):
+            if r[column]:
+                rows.append({"gpu": gpu, "layer": r["layer"], "pass": pass_, "ms": r[column],
+                             "library": "cuDNN R2", "source": r["source"]})
+    return rows
+
+
 def main(data: str) -> None:
     rows = deepbench_conv(Path(data)) + deepbench_gemm(Path(data)) + soumith_layers(Path(data))
     with open(OUT, "w", newline="") as f:
@@ -94,6 +110,12 @@ def main(data: str) -> None:
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {len(rows)} kernels to {OUT}")
+    pairs = same_library_pairs(Path(data))
+    with open(OUT.with_name("same_library.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, ["gpu", "layer", "pass", "ms", "library", "source"])
+        writer.writeheader()
+        writer.writerows(pairs)
+    print(f"wrote {len(pairs)} paired layer times to same_library.csv")
     # the GPU Allreduce measurements, for calibrating and checking collectives
     allreduce = OUT.with_name("allreduce.csv")
     with open(Path(data) / "deepbench_allreduce.csv") as src, open(allreduce, "w") as dst:

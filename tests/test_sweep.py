@@ -105,3 +105,27 @@ def test_ctrl_c_then_rerun_loses_nothing(tmp_path):
     assert len(list(out.glob("points/*.json"))) == 6
     assert all(p.stat().st_mtime_ns == t for p, t in saved.items())
     assert len(pd.read_csv(out / "results.csv")) == 6
+
+
+def test_a_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    """Workers in this process (a threaded Dask cluster), one point made to fail."""
+    from dask.distributed import LocalCluster
+
+    import importlib
+    # the module, not the function asgdsim.sweep that the package exports
+    sweep_module = importlib.import_module("asgdsim.sweep")
+    real = sweep_module.simulate
+
+    def failing(scenario, seed=None):
+        if scenario.cluster.nodes == 2:
+            raise RuntimeError("node 2 caught fire")
+        return real(scenario, seed=seed)
+
+    monkeypatch.setattr(sweep_module, "simulate", failing)
+    grid = {"cluster.nodes": [1, 2, 3], "stop.epochs": [0.02]}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0") as cluster:
+        results = sweep(SCENARIO, grid, out=tmp_path / "f", scheduler=cluster.scheduler_address)
+    assert sorted(results["cluster.nodes"]) == [1, 3]
+    errors = list((tmp_path / "f" / "points").glob("*.error.txt"))
+    assert len(errors) == 1 and "caught fire" in errors[0].read_text()

@@ -175,11 +175,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
             or args.max_gpus < 1:
         raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
                          "between 0 and 1, --confirm at least 0")
-    scenario = load_scenario(args.scenario)
+    overrides = _overrides(args.set)
+    scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
     check_writable(out, args.overwrite)
     result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
-                  args.confirm, workers=args.workers or 1, scheduler=args.scheduler)
+                  args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
+                  overrides=overrides)
     out.mkdir(parents=True, exist_ok=True)
     result.table.to_csv(out / "plan.csv", index=False)
     plan_figure(result, scenario.name).savefig(out / "plan.png", dpi=120)
@@ -198,6 +200,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif not result.order_agrees:
         print(f"  note: the simulation orders the best {args.confirm} differently from the "
               "closed form (see simulated_epoch_time_s)")
+    outside = feasible[(feasible["simulated_minibatch_mean"] - args.target_minibatch).abs()
+                       > args.tolerance * args.target_minibatch]
+    if not outside.empty:
+        print(f"  note: simulated, rank {', '.join(map(str, outside['rank']))} miss the target "
+              "band: the closed form is steady state, and a short run of many GPUs that start "
+              "in step is not (simulate longer with --set stop.epochs=N to see)")
     print(f"wrote {out}/plan.csv and plan.png")
     return 0
 
@@ -326,6 +334,8 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
     pln.add_argument("--out", help="output folder (default runs/<name>-plan)")
     pln.add_argument("--overwrite", action="store_true")
+    pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one scenario key first, e.g. stop.epochs=5")
     pln.set_defaults(func=cmd_plan)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")

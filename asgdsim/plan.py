@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from . import catalog
 from .analytic import predict
-from .scenario import load_scenario, scenario_from_dict
+from .scenario import apply_overrides, scenario_from_dict
 from .sweep import Point, raw_scenario, run_on_dask
 
 __all__ = ["Plan", "plan", "SUB_BATCHES"]
@@ -61,10 +61,14 @@ def _candidates(scenario, max_gpus: int) -> list[dict]:
 
 
 def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: int = 1024,
-         confirm: int = 3, workers: int = 1, scheduler: str | None = None) -> Plan:
-    """Rank every configuration by the closed form; simulate the best ``confirm``."""
+         confirm: int = 3, workers: int = 1, scheduler: str | None = None,
+         overrides: dict | None = None) -> Plan:
+    """Rank every configuration by the closed form; simulate the best ``confirm``.
+
+    ``overrides`` (dotted keys, as ``--set``) change the scenario first."""
     raw, source = raw_scenario(scenario)
-    base = load_scenario(scenario)
+    raw = apply_overrides(raw, overrides or {}, source)
+    base = scenario_from_dict(raw, source=source)
     rows = []
     for overrides in _candidates(base, max_gpus):
         summary = predict(scenario_from_dict(raw, overrides, source=source)).summary

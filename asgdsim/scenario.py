@@ -406,7 +406,7 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
                        source: str = "<scenario>") -> Scenario:
     """Validate a scenario given as a mapping (the parsed YAML)."""
-    data = _apply_overrides(data, overrides or {}, source)
+    data = apply_overrides(data, overrides or {}, source)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -417,7 +417,8 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         raise ScenarioError(source, problems) from None
 
 
-def _apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
+def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
+    """A copy of the raw scenario mapping with dotted-key overrides set."""
     data = _deep_copy(data)
     for dotted, value in overrides.items():
         keys = dotted.split(".")

@@ -93,7 +93,7 @@ def main() -> None:
     print(f"ratio: {(n / wall) / (bare / bare_wall):.2f}   (bar 0.3, aim 0.5)")
 
     out = Path(tempfile.mkdtemp())
-    grid = {"cluster.nodes": [4, 8], "stop.epochs": [3]}
+    grid = {"cluster.nodes": [4, 8], "stop.epochs": [10]}
     times = {1: float("inf"), 2: float("inf")}
     for run, workers in enumerate((1, 2, 1)):      # the first run also warms the imports
         start = time.perf_counter()

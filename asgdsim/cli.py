@@ -284,7 +284,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="asgdsim", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="asgdsim", description="Simulate asynchronous-SGD training clusters: the staleness "
+        "and mini-batch size of every update, simulated and in closed form.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def scenario_command(name: str, help_text: str) -> argparse.ArgumentParser:

@@ -30,10 +30,14 @@ class AsyncServer:
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
                  update_s: float):
         self.env, self.weights, self.recorder, self.update_s = env, weights, recorder, update_s
-        self.cpu = simpy.Resource(env, capacity=1)
-        self.busy_s = 0.0
+        #: the server's CPU applies one gradient at a time, in arrival order
+        self.cpu = Link(env, "server_cpu")
         #: applies a gradient in no time: learners call ``apply`` directly
         self.instant = update_s == 0
+
+    @property
+    def busy_s(self) -> float:
+        return self.cpu.busy_s
 
     def apply(self, learner: int, version_read: int, t_start: float, samples: int) -> int:
         """Apply one gradient now; return the version the learner continues from."""
@@ -42,10 +46,7 @@ class AsyncServer:
     def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
         """Queue for the CPU, apply one gradient; return the learner's next version."""
         row = self.recorder.gradient(learner, version_read, t_start, self.env.now, samples)
-        with self.cpu.request() as request:
-            yield request
-            yield self.env.timeout(self.update_s)
-        self.busy_s += self.update_s
+        yield from self.cpu.transfer(self.update_s)
         return self.weights.apply([row])
 
 
@@ -80,7 +81,7 @@ class SyncServer:
 
 
 class ServerPorts:
-    """The network ports a learner's messages cross, in acquisition order."""
+    """The network ports a learner's gradient (push) and weights (pull) cross."""
 
     __slots__ = ("push", "pull")
 

@@ -69,9 +69,11 @@ class Prediction:
         }
 
 
-def predict(scenario: Scenario) -> Prediction:
-    """The closed-form prediction for ``scenario`` (milliseconds, no simulation)."""
-    return _PREDICTORS[scenario.algorithm.kind](scenario, costs_of(scenario))
+def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
+    """The closed-form prediction for ``scenario`` (milliseconds, no simulation).
+
+    ``costs``, when the caller already has them, saves deriving them again."""
+    return _PREDICTORS[scenario.algorithm.kind](scenario, costs or costs_of(scenario))
 
 
 def _target_gradients(scenario: Scenario) -> tuple[int, float]:

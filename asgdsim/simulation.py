@@ -64,7 +64,7 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     env.run(until=until)
 
     gradients, updates = recorder.frames(cluster.node_of_learner)
-    prediction = predict(scenario)
+    prediction = predict(scenario, costs)
     utilisation = cluster.utilisation(env.now)
     summary = summarize(scenario, gradients, updates, env.now, prediction, utilisation,
                         wall_time_s=time.perf_counter() - started)

@@ -159,10 +159,8 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
     c, law = sc.cluster, costs.compute
     p_learners = c.learners
     copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
-    # the round waits for the slowest learner, then every message crosses the
-    # server's port one after another, each way
-    round_s = (law.expected_max(p_learners) + costs.batch_read_s + copies
-               + 2 * p_learners * costs.network_s + costs.server_update_s)
+    round_s = (_sync_compute_and_push(law, p_learners, costs.network_s)
+               + costs.batch_read_s + copies + costs.server_update_s)
     n, epochs = _target_gradients(sc)
     rounds = math.ceil(n / p_learners)
     exact = _exact(sc) and (law.is_constant or _is_exponential(law))
@@ -175,6 +173,24 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
         laws={"epoch_time": "exact mean: rounds x E[max of P steps]" if exact
               else "mean-value: rounds x (E[max of P steps] + communication)",
               "staleness": "exact: 0", "minibatch": "exact: P gradients per round"})
+
+
+def _sync_compute_and_push(law: Law, learners: int, message_s: float) -> float:
+    """A synchronous round from publishing the weights to the last gradient in.
+
+    The weights leave the server's port one learner after another, so the
+    learners start (P + 1) / 2 messages late on average. Their gradients
+    queue at the port in the order they finish: the port is done at
+    max over k of (k-th finish + (P - k + 1) messages), with the k-th
+    finish at its expected order statistic (Blom's approximation, the exact
+    E[max] for the last). With no communication this is E[max of P steps].
+    """
+    if message_s == 0:
+        return law.expected_max(learners)
+    finishes = [law.ppf((k - 0.375) / (learners + 0.25)) for k in range(1, learners)]
+    finishes.append(law.expected_max(learners))
+    port_done = max(f + (learners - k) * message_s for k, f in enumerate(finishes))
+    return (learners + 1) / 2 * message_s + port_done
 
 
 def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:

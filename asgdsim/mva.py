@@ -9,16 +9,27 @@ each station's queue without simulating: for n = 1..N customers,
     R_k(n) = D_k (1 + Q_k(n - 1))      (a queue)      R_k(n) = D_k   (a delay)
     X(n) = n / sum_k R_k(n)            Q_k(n) = X(n) R_k(n)
 
-where D_k is the time one cycle spends at station k. A station of c
-identical servers that each serve their own share of the learners (a node's
-disk, a pair of GPUs' host link) is folded in by Seidmann's approximation:
-one queue of demand D / c plus a delay of D (c - 1) / c. The formulas are
-exact for exponential service and approximate otherwise; at saturation they
-converge to the bottleneck bound X = c / D of the busiest station.
+where D_k is the time one cycle spends at station k. That recursion is
+exact for exponential service; the transfers here take a fixed time, and an
+arrival then waits only half a service for the one in progress, so the
+residence uses the residual-time correction (Reiser; Bard and Schweitzer)
+
+    R_k(n) = D_k (1 + Q_k(n - 1) - U_k(n - 1)) + U_k(n - 1) D_k (1 + cv_k^2) / 2
+
+with U = X D the utilisation, which is the line above when cv = 1. A station
+of c identical servers that each serve their own share of the learners (a
+node's disk, a pair of GPUs' host link) is folded in by Seidmann's
+approximation: one queue of demand D / c plus a delay of D (c - 1) / c.
+Exact for exponential single servers, approximate otherwise; at saturation
+the throughput converges to the bottleneck bound X = c / D of the busiest
+station. Where fixed-time learners share several stations in turn (SPRINT's
+host link, disk and accumulator under heavy load) they fall into a
+turn-taking rhythm that queues less than mean-value analysis assumes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["Station", "solve"]
@@ -28,28 +39,32 @@ __all__ = ["Station", "solve"]
 class Station:
     name: str
     demand_s: float          # time one learner's cycle spends here
-    servers: int = 1         # identical servers sharing the learners; 0 = a delay
-                             # (every learner has its own)
+    servers: int = 1         # identical servers, each serving 1 / servers of the
+                             # learners; 0 = a delay (every learner has its own)
+    service_cv2: float = 0.0  # squared cv of one service: 0 for a fixed-time transfer
 
 
 def solve(stations: list[Station], customers: int) -> tuple[float, dict[str, float], str]:
     """(cycle time of one learner, utilisation per station, busiest station)."""
-    queues: dict[str, float] = {}
-    delay = 0.0
-    for s in stations:
-        if s.servers == 0:
-            delay += s.demand_s
-        else:
-            # Seidmann: c servers ~ one server of demand D / c, plus a delay
-            queues[s.name] = s.demand_s / s.servers
-            delay += s.demand_s * (s.servers - 1) / s.servers
+    queues = {s.name: s for s in stations if s.servers > 0}
+    # Seidmann: c servers ~ one of demand D / c, plus a delay of D (c - 1) / c
+    delay = sum(s.demand_s if s.servers == 0 else s.demand_s * (s.servers - 1) / s.servers
+                for s in stations)
     length = {name: 0.0 for name in queues}
     throughput = 0.0
+    # the residual-time correction is approximate: keep it within the bound
+    # the busiest station sets, which no network can beat
+    bound = min((s.servers / s.demand_s for s in queues.values() if s.demand_s > 0),
+                default=math.inf)
     for n in range(1, customers + 1):
-        residence = {name: d * (1.0 + length[name]) for name, d in queues.items()}
-        throughput = n / (delay + sum(residence.values()))
+        residence = {}
+        for name, s in queues.items():
+            d = s.demand_s / s.servers
+            busy = min(throughput * d, 1.0)
+            residence[name] = d * (1.0 + length[name] - busy) + busy * d * (1.0 + s.service_cv2) / 2
+        throughput = min(n / (delay + sum(residence.values())), bound)
         length = {name: throughput * r for name, r in residence.items()}
-    utilisation = {name: throughput * d for name, d in queues.items()}
+    utilisation = {name: throughput * s.demand_s / s.servers for name, s in queues.items()}
     busiest = max(utilisation, key=utilisation.get) if utilisation else "gpu"
     if not utilisation or utilisation[busiest] < 0.5:
         busiest = "gpu"      # nothing shared is near its limit: the learners bound it

@@ -47,7 +47,9 @@ def test_summary_equals_the_golden_file(run):
 def test_agreement_within_the_stated_tolerances(run):
     stated = tolerances(ROOT)
     limits = {**stated["default"], **stated.get(run.scenario.name, {})}
-    for key, value in run.summary["agreement"].items():
+    compared = {k: v for k, v in run.summary["agreement"].items() if limits[k] is not None}
+    assert len(compared) >= 4, "at most one figure of a scenario goes uncompared"
+    for key, value in compared.items():
         assert value <= limits[key], (key, value, limits[key], limits.get("why"))
 
 

@@ -101,27 +101,29 @@ def _prediction_text(pred: Prediction) -> str:
     ])
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _simulate_into(args: argparse.Namespace, suffix: str = "") -> tuple[Result, Path]:
+    """Simulate the command's scenario and write its files (run and compare)."""
     scenario = _load(args)
-    out = Path(args.out) if args.out else Path("runs") / scenario.name
+    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
     result = simulate(scenario)
     write_run(result, out, overwrite=True)
+    return result, out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    result, out = _simulate_into(args)
     print(headline(result))
     print(f"wrote {out}/: summary.json, gradients.parquet, updates.parquet, scenario.yaml, figures/")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    scenario = _load(args)
-    out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-compare"
-    check_writable(out, args.overwrite)
     if args.check is not None and args.check < 0:
         raise UsageError(f"--check must be a non-negative tolerance, got {args.check}")
-    result = simulate(scenario)
-    write_run(result, out, overwrite=True)
+    result, out = _simulate_into(args, "-compare")
     table = comparison(result)
-    print(f"{scenario.name}: simulated against the closed form "
+    print(f"{result.scenario.name}: simulated against the closed form "
           f"({result.summary['gradients']} gradients, {result.summary['updates']} updates)")
     for row in table.itertuples(index=False):
         err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"

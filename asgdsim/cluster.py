@@ -75,6 +75,16 @@ def _modelled(scenario: Scenario) -> bool:
     return scenario.timing.communication == "modelled"
 
 
+def _node_gpus(scenario: Scenario, costs: Costs, node: int, host_links: list[Link] | None,
+               seed: int):
+    """(index, host link, compute stream) of each GPU of a node."""
+    c = scenario.cluster
+    for g in range(c.gpus_per_node):
+        index = node * c.gpus_per_node + g
+        link = host_links[g // c.gpus_per_host_link] if host_links else None
+        yield index, link, costs.compute.sampler(learner_stream(seed, index))
+
+
 def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
                  recorder: Recorder, seed: int) -> Cluster:
     c, sub_batch = scenario.cluster, scenario.workload.sub_batch
@@ -89,10 +99,7 @@ def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weigh
             cluster.links += [disk, adder, *host_links]
         node = SprintNode(env, allreduce, weights, costs, disk, adder)
         nodes.append(node)
-        for g in range(c.gpus_per_node):
-            index = n * c.gpus_per_node + g
-            link = host_links[g // c.gpus_per_host_link] if host_links else None
-            compute = costs.compute.sampler(learner_stream(seed, index))
+        for index, link, compute in _node_gpus(scenario, costs, n, host_links, seed):
             cluster.learners.append(
                 SprintLearner(env, index, node, link, costs, compute, recorder, sub_batch))
     cluster.servers = {"allreduce": [allreduce], "node_update": nodes}
@@ -116,10 +123,7 @@ def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer]) -> Bu
                 port_out, port_in = Link(env, f"port_out[{n}]"), Link(env, f"port_in[{n}]")
                 ports = ServerPorts(push=[port_out, server_in], pull=[server_out, port_in])
                 cluster.links += [disk, *host_links, port_out, port_in]
-            for g in range(c.gpus_per_node):
-                index = n * c.gpus_per_node + g
-                link = host_links[g // c.gpus_per_host_link] if host_links else None
-                compute = costs.compute.sampler(learner_stream(seed, index))
+            for index, link, compute in _node_gpus(scenario, costs, n, host_links, seed):
                 cluster.learners.append(ServerLearner(env, index, server, link, disk, ports,
                                                       costs, compute, sub_batch))
         return cluster

@@ -353,10 +353,18 @@ class Scenario(_Spec):
     def _sprint_cycle_has_a_length(self) -> Scenario:
         if (self.algorithm.kind == "sprint" and self.timing.communication == "ideal"
                 and self.timing.update_interval is None):
-            raise ValueError(
-                "timing.update_interval: sprint with ideal communication needs an update_interval "
-                "(with no Allreduce or update time the cycle would take no time)")
+            raise KeyedError("timing.update_interval",
+                             "sprint with ideal communication needs an update_interval (with no "
+                             "Allreduce or update time the cycle would take no time)")
         return self
+
+
+class KeyedError(ValueError):
+    """A check across sections that names the key the user should change."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
 
 
 class ScenarioError(ValueError):
@@ -466,10 +474,10 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
     if kind == "missing":
         return key, "required key is missing"
     if kind == "value_error":
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, KeyedError):
+            return cause.key, str(cause)
         message = message.removeprefix("Value error, ")
-        # a scenario-level check names its own key
-        if ": " in message and message.split(": ", 1)[0].count(".") and not key:
-            return tuple(message.split(": ", 1))
     if kind in ("literal_error",):
         message = message.replace("Input should be", "expected")
     elif kind.startswith(("int_", "float_", "greater_than", "less_than", "string_", "model_",

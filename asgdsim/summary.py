@@ -32,7 +32,8 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> float:
 
 
 def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:
-    return abs(simulated - analytic) / max(abs(analytic), floor) if max(abs(analytic), floor) else 0.0
+    scale = max(abs(analytic), floor)
+    return abs(simulated - analytic) / scale if scale else abs(simulated - analytic)
 
 
 def agreement(summary: dict, prediction: Prediction, staleness: Pmf, minibatch: Pmf) -> dict:

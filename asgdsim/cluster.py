@@ -1,33 +1,29 @@
-"""Wiring: the only place that knows the cluster's topology.
+"""Wiring: the only place that turns the cluster's structure into components.
 
-``build_cluster`` creates the links, nodes, servers and learners of a
-scenario and connects them; each algorithm has its own builder in the
-``BUILDERS`` registry. Every learner gets its own random stream, spawned from
-the scenario seed by its index, so adding a GPU does not change the draws of
-the others.
-
-Topology: ``nodes`` nodes of ``gpus_per_node`` GPUs. Within a node, every
-``gpus_per_host_link`` GPUs share one host link (PCIe), and all share the
-node's disk. With a parameter server, the server sits on a node of its own;
-each node has one network port per direction. With ``communication: ideal``
-no links exist at all.
+``build_cluster`` takes the learner's loop and the topology of
+:mod:`asgdsim.structure`, creates one FIFO :class:`Link` per resource
+instance a stage holds, and connects learners, nodes and servers; each
+algorithm has its own builder in the ``BUILDERS`` registry. Every learner
+gets its own random stream, spawned from the scenario seed by its index, so
+adding a GPU does not change the draws of the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
-from .components.link import Link
-from .components.server import AsyncServer, ServerLearner, ServerPorts, SyncServer
+from .components.link import Hold, Link
+from .components.server import AsyncServer, ServerLearner, SyncServer
 from .components.sprint import Allreduce, SprintLearner, SprintNode
 from .components.weights import Weights
 from .costs import Costs
 from .recorder import Recorder
 from .scenario import Scenario
+from .structure import Stage, Topology, loop_of, topology_of
 
 __all__ = ["Cluster", "build_cluster", "BUILDERS", "learner_stream"]
 
@@ -45,7 +41,7 @@ class Cluster:
     """The built components, kept for utilisation figures after the run."""
 
     learners: list = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
+    links: dict[str, Link] = field(default_factory=dict)
     #: things with a ``busy_s`` that serve the learners: update threads, servers
     servers: dict[str, list] = field(default_factory=dict)
     node_of_learner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
@@ -55,53 +51,45 @@ class Cluster:
         def mean_busy(items: list) -> float:
             return float(np.mean([i.busy_s for i in items]) / elapsed_s) if items and elapsed_s else 0.0
         kinds: dict[str, list] = {"gpu": self.learners}
-        for link in self.links:
-            kinds.setdefault(link.name.split("[")[0], []).append(link)
+        for name, link in self.links.items():
+            kinds.setdefault(name.split("[")[0], []).append(link)
         out = {kind: mean_busy(items) for kind, items in kinds.items()}
         out.update({kind: mean_busy(items) for kind, items in self.servers.items()})
         return out
+
+    def resolve(self, env: simpy.Environment, topology: Topology, stages: tuple[Stage, ...],
+                learner: int) -> tuple[Hold, ...]:
+        """A learner's stages with the links of its node (created on first use)."""
+        def link(kind: str) -> Link:
+            name = topology.instance(kind, learner)
+            if name not in self.links:
+                self.links[name] = Link(env, name)
+            return self.links[name]
+        return tuple((tuple(link(kind) for kind in stage.holds), stage.duration_s)
+                     for stage in stages)
 
 
 Builder = Callable[[simpy.Environment, Scenario, Costs, Weights, Recorder, int], Cluster]
 
 
-def _host_links(env: simpy.Environment, scenario: Scenario, node: int) -> list[Link]:
-    c = scenario.cluster
-    count = -(-c.gpus_per_node // c.gpus_per_host_link)
-    return [Link(env, f"host_link[{node}.{i}]") for i in range(count)]
-
-
-def _modelled(scenario: Scenario) -> bool:
-    return scenario.timing.communication == "modelled"
-
-
-def _node_gpus(scenario: Scenario, costs: Costs, node: int, host_links: list[Link] | None,
-               seed: int):
-    """(index, host link, compute stream) of each GPU of a node."""
-    c = scenario.cluster
-    for g in range(c.gpus_per_node):
-        index = node * c.gpus_per_node + g
-        link = host_links[g // c.gpus_per_host_link] if host_links else None
-        yield index, link, costs.compute.sampler(learner_stream(seed, index))
+def _computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int, Iterator[float]]]:
+    """(index, compute-time stream) of every learner."""
+    for index in range(scenario.cluster.learners):
+        yield index, costs.compute.sampler(learner_stream(seed, index))
 
 
 def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
                  recorder: Recorder, seed: int) -> Cluster:
-    c, sub_batch = scenario.cluster, scenario.workload.sub_batch
-    cluster = Cluster(node_of_learner=np.repeat(np.arange(c.nodes), c.gpus_per_node))
-    allreduce = Allreduce(env, c.nodes, costs.allreduce_s)
-    nodes = []
-    for n in range(c.nodes):
-        disk = adder = host_links = None
-        if _modelled(scenario):
-            disk, host_links = Link(env, f"disk[{n}]"), _host_links(env, scenario, n)
-            adder = Link(env, f"accumulator[{n}]")
-            cluster.links += [disk, adder, *host_links]
-        node = SprintNode(env, allreduce, weights, costs, disk, adder)
-        nodes.append(node)
-        for index, link, compute in _node_gpus(scenario, costs, n, host_links, seed):
-            cluster.learners.append(
-                SprintLearner(env, index, node, link, costs, compute, recorder, sub_batch))
+    topology, loop = topology_of(scenario), loop_of(scenario, costs)
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.gpus_per_node))
+    allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
+    nodes = [SprintNode(env, allreduce, weights, costs.node_update_s) for _ in range(topology.nodes)]
+    for index, compute in _computes(scenario, costs, seed):
+        cluster.learners.append(SprintLearner(
+            env, index, nodes[topology.node_of(index)],
+            cluster.resolve(env, topology, loop.before, index),
+            cluster.resolve(env, topology, loop.after, index),
+            compute, recorder, scenario.workload.sub_batch))
     cluster.servers = {"allreduce": [allreduce], "node_update": nodes}
     return cluster
 
@@ -109,23 +97,18 @@ def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weigh
 def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer]) -> Builder:
     def build(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
               recorder: Recorder, seed: int) -> Cluster:
-        c, sub_batch = scenario.cluster, scenario.workload.sub_batch
-        cluster = Cluster(node_of_learner=np.repeat(np.arange(c.nodes), c.gpus_per_node))
-        server = server_of(env, weights, recorder, costs.server_update_s, c.learners)
+        topology, loop = topology_of(scenario), loop_of(scenario, costs)
+        cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes),
+                                                    topology.gpus_per_node))
+        server = server_of(env, weights, recorder, costs.server_update_s, topology.learners)
         cluster.servers = {"server": [server]}
-        if _modelled(scenario):
-            server_in, server_out = Link(env, "server_port_in"), Link(env, "server_port_out")
-            cluster.links += [server_in, server_out]
-        for n in range(c.nodes):
-            disk = host_links = ports = None
-            if _modelled(scenario):
-                disk, host_links = Link(env, f"disk[{n}]"), _host_links(env, scenario, n)
-                port_out, port_in = Link(env, f"port_out[{n}]"), Link(env, f"port_in[{n}]")
-                ports = ServerPorts(push=[port_out, server_in], pull=[server_out, port_in])
-                cluster.links += [disk, *host_links, port_out, port_in]
-            for index, link, compute in _node_gpus(scenario, costs, n, host_links, seed):
-                cluster.learners.append(ServerLearner(env, index, server, link, disk, ports,
-                                                      costs, compute, sub_batch))
+        for index, compute in _computes(scenario, costs, seed):
+            cluster.learners.append(ServerLearner(
+                env, index, server,
+                cluster.resolve(env, topology, loop.before, index),
+                cluster.resolve(env, topology, loop.after, index),
+                cluster.resolve(env, topology, loop.reply, index),
+                compute, scenario.workload.sub_batch))
         return cluster
     return build
 

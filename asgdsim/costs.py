@@ -117,7 +117,7 @@ def compute_law(scenario: Scenario) -> Law:
     if timing.kernel_table is not None and timing.compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)
     step = cost.step_time(scenario.cluster.gpu, work.model, work.sub_batch)
-    if timing.jitter is None:
+    if timing.jitter == "none":
         return Law.constant(step)
     return law_from_spec(timing.jitter).scaled(step)
 

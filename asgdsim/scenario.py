@@ -298,12 +298,21 @@ class Algorithm(_Spec):
     allreduce: Literal["ring", "tree"] = "ring"
 
 
+def default_jitter() -> dict:
+    """The step-to-step noise of a real GPU's training step, from the catalog
+    (``variability.yaml``, with its source): what a scenario that names no
+    ``jitter`` gets on table or roofline compute."""
+    entry = catalog.variability("gpu_step")
+    return {k: entry[k] for k in ("distribution", "cv", "shape") if k in entry}
+
+
 class Timing(_Spec):
     compute: Annotated[
         Annotated[Literal["table", "roofline"], Tag("name")] | Annotated[LawSpec, Tag("law")],
         Discriminator(lambda v: "name" if isinstance(v, str) else "law"),
     ] = "table"
-    jitter: JitterSpec | None = None
+    #: multiplicative noise on table or roofline steps; "none" for identical steps
+    jitter: JitterSpec | Literal["none"] = "none"
     communication: Literal["modelled", "ideal"] = "modelled"
     update_interval: Seconds | None = None
     # a kernel table of your own (asgdsim profile), used with compute: table
@@ -317,9 +326,22 @@ class Timing(_Spec):
             read_user_table(path)
         return path
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_jitter(cls, data: Any) -> Any:
+        """Real GPUs do not repeat a step to the nanosecond: table and roofline
+        steps get the catalog's measured noise unless the scenario says otherwise."""
+        if not isinstance(data, dict):
+            return data
+        if "jitter" not in data and data.get("compute", "table") in ("table", "roofline"):
+            data = {**data, "jitter": default_jitter()}
+        elif "jitter" in data and data["jitter"] is None:     # YAML null: no noise
+            data = {**data, "jitter": "none"}
+        return data
+
     @model_validator(mode="after")
     def _jitter_needs_a_model(self) -> Timing:
-        if self.jitter is not None and isinstance(self.compute, LawSpec):
+        if self.jitter != "none" and isinstance(self.compute, LawSpec):
             raise ValueError("jitter applies to table or roofline compute; "
                              "a distribution already is the compute-time law")
         return self
@@ -346,7 +368,7 @@ class Scenario(_Spec):
     workload: Workload
     cluster: Cluster
     algorithm: Algorithm
-    timing: Timing = Timing()
+    timing: Timing = Field(default_factory=Timing)
     stop: Stop = Stop(epochs=1)
 
     @model_validator(mode="after")

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "entries", "lookup", "names", "reload"]
+__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "entries", "lookup", "names", "reload",
+           "variability"]
 
 #: catalog kind -> data file
 KINDS = {"gpus": "gpus.yaml", "networks": "networks.yaml", "models": "models.yaml",
@@ -98,3 +99,10 @@ def lookup(kind: str, name: str) -> dict:
     spec = dict(entries(kind)[key])
     spec.pop("aliases", None)
     return spec
+
+
+@cache
+def variability(name: str) -> dict:
+    """A measured variability law of ``variability.yaml`` (with its source)."""
+    text = resources.files(__package__).joinpath("variability.yaml").read_text(encoding="utf-8")
+    return dict(yaml.safe_load(text)[name])

@@ -18,10 +18,12 @@ from collections.abc import Generator, Sequence
 
 import simpy
 
-__all__ = ["Link", "transfer_over"]
+__all__ = ["Link", "transfer_over", "Hold", "run_stages"]
 
 
 class Link:
+    """A FIFO server of transfers: a host link, a disk, a mutex, a port direction."""
+
     __slots__ = ("env", "name", "busy_s", "free_at")
 
     def __init__(self, env: simpy.Environment, name: str):
@@ -50,3 +52,16 @@ def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float
     yield env.timeout(end - now)
     for link in links:
         link.busy_s += duration
+
+
+#: one stage of a learner's loop, resolved: the links it holds and for how long
+Hold = tuple[tuple[Link, ...], float]
+
+
+def run_stages(env: simpy.Environment, stages: Sequence[Hold]) -> Generator:
+    """Go through a learner's stages in order, each holding its links."""
+    for links, duration in stages:
+        if len(links) == 1:
+            yield from links[0].transfer(duration)
+        else:
+            yield from transfer_over(env, links, duration)

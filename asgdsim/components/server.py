@@ -14,19 +14,21 @@ version the learner computes from next.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 
 import simpy
 
-from ..costs import Costs
 from ..recorder import Recorder
-from .link import Link, transfer_over
+from .link import Hold, Link, run_stages
 from .weights import Weights
 
-__all__ = ["AsyncServer", "SyncServer", "ServerLearner", "ServerPorts"]
+__all__ = ["AsyncServer", "SyncServer", "ServerLearner"]
 
 
 class AsyncServer:
+    """The parameter server of ``async``: applies each gradient on arrival,
+    one at a time on its CPU, and replies with the version it produced."""
+
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
                  update_s: float):
         self.env, self.weights, self.recorder, self.update_s = env, weights, recorder, update_s
@@ -51,6 +53,8 @@ class AsyncServer:
 
 
 class SyncServer:
+    """The parameter server of ``sync``: one update per round of all learners."""
+
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
                  update_s: float, learners: int):
         self.env, self.weights, self.recorder = env, weights, recorder
@@ -80,45 +84,40 @@ class SyncServer:
         published.succeed(self.weights.apply(rows))
 
 
-class ServerPorts:
-    """The network ports a learner's gradient (push) and weights (pull) cross."""
-
-    __slots__ = ("push", "pull")
-
-    def __init__(self, push: list[Link], pull: list[Link]):
-        self.push, self.pull = push, pull
-
-
 class ServerLearner:
+    """One GPU of a parameter-server cluster: compute, push, wait for the reply.
+
+    ``before``, ``after`` and ``reply`` are its loop's stages (structure.py)
+    resolved to links: reading and copying the sub-batch; copying the
+    gradient out and pushing it through its node's port and the server's;
+    pulling the weights back and copying them to the GPU."""
+
     def __init__(self, env: simpy.Environment, index: int, server: AsyncServer | SyncServer,
-                 host_link: Link | None, disk: Link | None, ports: ServerPorts | None,
-                 costs: Costs, compute: Iterator[float], sub_batch: int):
+                 before: Sequence[Hold], after: Sequence[Hold], reply: Sequence[Hold],
+                 compute: Iterator[float], sub_batch: int):
         self.env, self.index, self.server = env, index, server
-        self.host_link, self.disk, self.ports = host_link, disk, ports
-        self.costs, self.compute, self.sub_batch = costs, compute, sub_batch
+        self.before, self.after, self.reply = before, after, reply
+        self.compute, self.sub_batch = compute, sub_batch
         self.busy_s = 0.0
         env.process(self.run())
 
     def run(self) -> Generator:
-        env, server, link, costs = self.env, self.server, self.host_link, self.costs
+        env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
         next_compute, index, sub_batch = self.compute.__next__, self.index, self.sub_batch
         timeout = env.timeout
         version, t_start = 0, env.now
         while True:
-            if link is not None:
-                yield from self.disk.transfer(costs.batch_read_s)
-                yield from link.transfer(costs.batch_to_gpu_s)
+            if before:
+                yield from run_stages(env, before)
             step = next_compute()
             yield timeout(step)
             self.busy_s += step
-            if link is not None:
-                yield from link.transfer(costs.gradient_to_host_s)
-                yield from transfer_over(env, self.ports.push, costs.network_s)
+            if after:
+                yield from run_stages(env, after)
             if server.instant:   # no event to wait for: skip the generator
                 version = server.apply(index, version, t_start, sub_batch)
             else:
                 version = yield from server.exchange(index, version, t_start, sub_batch)
-            if link is not None:
-                yield from transfer_over(env, self.ports.pull, costs.network_s)
-                yield from link.transfer(costs.weights_to_gpu_s)
+            if reply:
+                yield from run_stages(env, reply)
             t_start = env.now

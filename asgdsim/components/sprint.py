@@ -15,13 +15,12 @@ update (all finish at the same instant).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 
 import simpy
 
-from ..costs import Costs
 from ..recorder import Recorder
-from .link import Link
+from .link import Hold, run_stages
 from .weights import Weights
 
 __all__ = ["Allreduce", "SprintNode", "SprintLearner"]
@@ -66,15 +65,12 @@ class Allreduce:
 
 
 class SprintNode:
-    """A node's accumulator, disk and update thread; ``version`` is what it published."""
+    """A node's accumulator and update thread; ``version`` is what it published."""
 
     def __init__(self, env: simpy.Environment, allreduce: Allreduce, weights: Weights,
-                 costs: Costs, disk: Link | None, adder: Link | None):
+                 update_s: float):
         self.env, self.allreduce, self.weights = env, allreduce, weights
-        self.update_s = costs.node_update_s
-        self.disk = disk
-        #: adding a gradient into the accumulator holds its mutex: one at a time
-        self.adder = adder
+        self.update_s = update_s
         self.version = 0
         self.accumulator: list[int] = []
         self.busy_s = 0.0
@@ -94,30 +90,32 @@ class SprintNode:
 
 
 class SprintLearner:
-    """One GPU running SPRINT's loop; it never waits for another GPU."""
+    """One GPU running SPRINT's loop; it never waits for another GPU.
+
+    ``before`` and ``after`` are its loop's stages (structure.py) resolved to
+    the links of its node: taking the weights and the sub-batch, then copying
+    the gradient out and adding it under the accumulator's mutex."""
 
     def __init__(self, env: simpy.Environment, index: int, node: SprintNode,
-                 host_link: Link | None, costs: Costs, compute: Iterator[float],
+                 before: Sequence[Hold], after: Sequence[Hold], compute: Iterator[float],
                  recorder: Recorder, sub_batch: int):
-        self.env, self.index, self.node, self.host_link = env, index, node, host_link
-        self.costs, self.compute, self.recorder, self.sub_batch = costs, compute, recorder, sub_batch
+        self.env, self.index, self.node = env, index, node
+        self.before, self.after = before, after
+        self.compute, self.recorder, self.sub_batch = compute, recorder, sub_batch
         self.busy_s = 0.0
         env.process(self.run())
 
     def run(self) -> Generator:
-        env, node, link, costs = self.env, self.node, self.host_link, self.costs
+        env, node, before, after = self.env, self.node, self.before, self.after
         next_compute, record = self.compute.__next__, self.recorder.gradient
         index, sub_batch = self.index, self.sub_batch
         while True:
             version, t_start = node.version, env.now
-            if link is not None:
-                yield from link.transfer(costs.weights_to_gpu_s)
-                yield from node.disk.transfer(costs.batch_read_s)
-                yield from link.transfer(costs.batch_to_gpu_s)
+            if before:
+                yield from run_stages(env, before)
             step = next_compute()
             yield env.timeout(step)
             self.busy_s += step
-            if link is not None:
-                yield from link.transfer(costs.gradient_to_host_s)
-                yield from node.adder.transfer(costs.accumulate_s)
+            if after:
+                yield from run_stages(env, after)
             node.accumulator.append(record(index, version, t_start, env.now, sub_batch))

@@ -1,0 +1,273 @@
+"""The agreement suite: the closed form against the simulator on random
+scenarios drawn from the whole space a user can write.
+
+The shipped scenarios are a handful of points; a model that agrees on them
+and not on their neighbours is not correct. ``random_scenario`` draws a
+scenario over every axis a scenario file sets: algorithm, machine preset or
+explicit hardware, model, nodes, GPUs per node and per host link, sub-batch,
+compute (kernel table, roofline or any time law), jitter (none included),
+communication (modelled or ideal), SPRINT's fixed cycle, and run length from
+a few steps per learner to many epochs. ``check`` simulates one and sets its
+figures beside the closed form's.
+
+A scenario agrees when its epoch time and mean mini-batch are within 5 % of
+the closed form and its mean staleness within 10 % (0.1 absolute where the
+mean staleness is below 1), each widened by three standard errors of the
+simulated figure (a run of 30 exponential steps per learner cannot pin its
+epoch time to 5 %: that is sampling, not the model). A scenario whose
+``laws`` say it is outside the closed form's assumptions is reported apart.
+
+    python -m asgdsim.agreement --scenarios 300 --seed 0      # the report
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import catalog
+from .scenario import ScenarioError, scenario_from_dict
+from .simulation import simulate
+
+__all__ = ["BOUNDS", "random_scenario", "check", "run_suite", "report"]
+
+#: relative bounds of the issue that defines "agrees"
+BOUNDS = {"epoch_time": 0.05, "minibatch_mean": 0.05, "staleness_mean": 0.10}
+#: below this mean staleness its bound is absolute (versions), not relative
+STALENESS_ABSOLUTE_BELOW = 1.0
+STALENESS_ABSOLUTE = 0.1
+#: standard errors of the simulated figure added to a bound
+Z = 3.0
+#: most gradients one random scenario may simulate (keeps the suite fast)
+MAX_GRADIENTS = 12_000
+MAX_LEARNERS = 256
+
+ALGORITHMS = ("sprint", "async", "sync")
+LAWS = ("deterministic", "exponential", "shifted-exponential", "uniform", "gamma", "lognormal")
+SUB_BATCHES = (4, 8, 16, 32, 64, 128, 256)
+NETWORKS = ("ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "10gbe", "25gbe", "100gbe")
+HOST_LINKS = ("pcie2-x16", "pcie3-x16", "pcie4-x16")
+
+
+def _law(rng: np.random.Generator, mean: str) -> dict:
+    kind = str(rng.choice(LAWS))
+    law: dict = {"distribution": kind, "mean": mean}
+    cv = float(np.exp(rng.uniform(np.log(0.03), np.log(1.5))))
+    if kind == "shifted-exponential":
+        law["shift"] = f"{float(mean.split()[0]) * rng.uniform(0.1, 0.9):.4g} ms"
+    elif kind == "uniform":
+        law["cv"] = round(min(cv, 0.55), 3)
+    elif kind in ("gamma", "lognormal"):
+        law["cv"] = round(cv, 3)
+    return law
+
+
+def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
+    """One scenario mapping, as a user could write it, drawn from ``rng``."""
+    kind = str(rng.choice(ALGORITHMS, p=[0.45, 0.3, 0.25]))
+    cluster: dict
+    if rng.random() < 0.6:
+        machine = str(rng.choice(catalog.names("machines")))
+        per_node = catalog.lookup("machines", machine)["gpus_per_node"]
+        cluster = {"machine": machine}
+        if rng.random() < 0.3:
+            cluster["gpus_per_node"] = int(rng.integers(1, per_node + 1))
+    else:
+        cluster = {"gpu": str(rng.choice(catalog.names("gpus"))),
+                   "network": str(rng.choice(NETWORKS)),
+                   "gpus_per_node": int(rng.choice([1, 2, 3, 4, 8])),
+                   "host_link": str(rng.choice(HOST_LINKS))}
+        if cluster["gpus_per_node"] % 2 == 0 and rng.random() < 0.5:
+            cluster["gpus_per_host_link"] = 2
+    per_node = cluster.get("gpus_per_node") or catalog.lookup(
+        "machines", cluster["machine"])["gpus_per_node"]
+    nodes = int(np.clip(round(np.exp(rng.uniform(0, np.log(64)))), 1, MAX_LEARNERS // per_node))
+    cluster["nodes"] = nodes
+    learners = nodes * per_node
+
+    model = str(rng.choice(catalog.names("models")))
+    sub_batch = int(rng.choice(SUB_BATCHES))
+    timing: dict = {}
+    draw = rng.random()
+    if draw < 0.4:
+        timing["compute"] = "table"
+    elif draw < 0.55:
+        timing["compute"] = "roofline"
+    else:
+        timing["compute"] = _law(rng, f"{float(np.exp(rng.uniform(np.log(5), np.log(2000)))):.4g} ms")
+    if isinstance(timing["compute"], str):
+        jitter = rng.random()
+        if jitter < 0.25:
+            timing["jitter"] = "none"
+        elif jitter < 0.45:
+            pass                                   # the default
+        else:
+            timing["jitter"] = {"distribution": str(rng.choice(["lognormal", "gamma", "uniform"])),
+                                "cv": round(float(np.exp(rng.uniform(np.log(0.01), np.log(0.3)))), 3)}
+    ideal = rng.random() < 0.25
+    timing["communication"] = "ideal" if ideal else "modelled"
+    if kind == "sprint" and (ideal or rng.random() < 0.15):
+        timing["update_interval"] = f"{float(np.exp(rng.uniform(np.log(2), np.log(3000)))):.4g} ms"
+
+    # run length: steps per learner from a few to thousands, within the budget
+    steps = float(np.exp(rng.uniform(np.log(5), np.log(3000))))
+    steps = min(steps, MAX_GRADIENTS / learners)
+    gradients = max(int(steps * learners), learners * 3)
+    stop_kind = rng.choice(["epochs", "epochs", "epochs", "gradients", "updates"])
+    epochs = float(rng.choice([1, 1, 2, 5, 0.5]))
+    dataset = max(sub_batch, int(gradients * sub_batch / epochs))
+    if stop_kind == "epochs":
+        stop = {"epochs": epochs}
+    elif stop_kind == "gradients":
+        stop = {"gradients": gradients}
+    else:
+        stop = {"updates": max(3, gradients // (learners if kind == "sync" else 1)
+                               if kind != "sprint" else gradients // max(learners // 4, 1))}
+    return {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
+            "workload": {"model": model, "dataset_samples": dataset, "sub_batch": sub_batch},
+            "cluster": cluster, "algorithm": {"kind": kind}, "timing": timing, "stop": stop}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One scenario's simulated and closed-form figures, and whether they agree."""
+
+    row: dict
+
+    @property
+    def agrees(self) -> bool:
+        return self.row["agrees"]
+
+
+def _se_of_mean(x: np.ndarray, batches: int = 20) -> float:
+    """Standard error of a correlated series' mean, by batch means."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2 * batches:
+        return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
+    usable = len(x) - len(x) % batches
+    means = x[:usable].reshape(batches, -1).mean(axis=1)
+    return float(means.std(ddof=1) / math.sqrt(batches))
+
+
+def _regime(sc) -> dict:
+    timing = sc.timing
+    if isinstance(timing.compute, str):
+        law = "constant" if timing.jitter == "none" else f"jitter {timing.jitter.cv or 0:g}"
+    else:
+        law = timing.compute.distribution
+    return {"law": law, "communication": timing.communication}
+
+
+def check(data: dict) -> dict:
+    """Simulate one scenario mapping; its figures, errors and verdict as a row."""
+    sc = scenario_from_dict(data, source=data["name"])
+    res = simulate(sc)
+    s, a = res.summary, res.summary["analytic"]
+    g, u = res.gradients, res.updates
+    learners = sc.cluster.learners
+    steps = len(g) / learners
+    cv = res.costs.compute.cv
+    row = {"name": sc.name, "algorithm": sc.algorithm.kind, "learners": learners,
+           "steps_per_learner": steps, **_regime(sc),
+           "outside": "outside the closed form's assumptions" in " ".join(a["laws"].values())}
+    # sampling error of each simulated figure: the epoch is the time of the
+    # n-th gradient, whose relative spread is cv / sqrt(n) (renewal CLT); the
+    # means are series of correlated values (batch means)
+    se = {"epoch_time": cv / math.sqrt(max(len(g), 1)),
+          "minibatch_mean": _se_of_mean(u["minibatch"].to_numpy()) / max(a["minibatch"]["mean"], 1e-12),
+          "staleness_mean": _se_of_mean(g["staleness"].to_numpy())}
+    figures = {"epoch_time": (s["epoch_time_s"], a["epoch_time_s"]),
+               "minibatch_mean": (s["minibatch"]["mean"], a["minibatch"]["mean"]),
+               "staleness_mean": (s["staleness"]["mean"], a["staleness"]["mean"])}
+    agrees = True
+    for name, (sim, closed) in figures.items():
+        if name == "staleness_mean":
+            absolute = max(closed, sim) < STALENESS_ABSOLUTE_BELOW
+            err = abs(sim - closed) if absolute else abs(sim - closed) / max(abs(closed), 1e-12)
+            bound = (STALENESS_ABSOLUTE if absolute else BOUNDS[name]) + Z * (
+                se[name] if absolute else se[name] / max(abs(closed), 1e-12))
+        else:
+            err = abs(sim - closed) / abs(closed) if closed else math.inf
+            bound = BOUNDS[name] + Z * se[name]
+        row[f"{name}_sim"], row[f"{name}_closed"] = sim, closed
+        row[f"{name}_err"], row[f"{name}_bound"] = err, bound
+        agrees &= err <= bound
+    row["agrees"] = bool(agrees)
+    row["wall_s"] = s["wall_time_s"]
+    return row
+
+
+def draw(count: int, seed: int = 0) -> list[dict]:
+    """``count`` valid scenarios (draws that a scenario check refuses, such as
+    a sub-batch too large for the GPU's memory, are drawn again)."""
+    rng = np.random.default_rng(seed)
+    out: list[dict] = []
+    while len(out) < count:
+        data = random_scenario(rng, len(out))
+        try:
+            scenario_from_dict(data, source=data["name"])
+        except ScenarioError:
+            continue
+        out.append(data)
+    return out
+
+
+def run_suite(count: int, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+    rows = []
+    for i, data in enumerate(draw(count, seed)):
+        rows.append({**check(data), "scenario": data})
+        if progress:
+            print(f"{i + 1}/{count}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+    return pd.DataFrame(rows)
+
+
+def report(table: pd.DataFrame, worst: int = 10) -> str:
+    """Share within bounds per algorithm and regime, and the worst cases."""
+    lines = [f"{len(table)} random scenarios: {table['agrees'].mean():.1%} agree "
+             f"({int(table['agrees'].sum())}); outside the closed form's assumptions: "
+             f"{int(table['outside'].sum())}, of which {int((table['outside'] & ~table['agrees']).sum())} disagree; "
+             f"disagree and not labelled: {int((~table['agrees'] & ~table['outside']).sum())}"]
+    for by in ("algorithm", "communication", "law"):
+        shares = table.groupby(by)["agrees"].agg(["mean", "size"])
+        lines.append(f"  by {by}: " + ", ".join(f"{k} {v['mean']:.0%} of {int(v['size'])}"
+                                                 for k, v in shares.iterrows()))
+    bad = table[~table["agrees"]].copy()
+    if not bad.empty:
+        bad["excess"] = bad[[f"{n}_err" for n in BOUNDS]].to_numpy().max(axis=1)
+        lines.append("  worst:")
+        for r in bad.sort_values("excess", ascending=False).head(worst).itertuples():
+            lines.append(
+                f"    {r.name}: {r.algorithm}, {r.learners} learners, {r.steps_per_learner:.0f} steps, "
+                f"{r.law}, {r.communication}{' (labelled outside)' if r.outside else ''}: "
+                f"epoch {r.epoch_time_sim:.4g}/{r.epoch_time_closed:.4g} ({r.epoch_time_err:.1%}), "
+                f"mini-batch {r.minibatch_mean_sim:.4g}/{r.minibatch_mean_closed:.4g} "
+                f"({r.minibatch_mean_err:.1%}), staleness {r.staleness_mean_sim:.3g}/"
+                f"{r.staleness_mean_closed:.3g} ({r.staleness_mean_err:.1%})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m asgdsim.agreement",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenarios", type=int, default=300, help="how many (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    parser.add_argument("--worst", type=int, default=10, help="worst cases listed (default 10)")
+    parser.add_argument("--csv", help="also write every row to this CSV file")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    table = run_suite(args.scenarios, args.seed, progress=True)
+    print(report(table, args.worst))
+    print(f"({time.perf_counter() - started:.0f} s)")
+    if args.csv:
+        table.drop(columns="scenario").to_csv(args.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The cluster's structure, described once: the learner's loop and the topology.
+
+A learner's loop is a sequence of :class:`Stage` s. Each stage holds one or
+more shared resources (a host link, the node's disk, a network port) for a
+fixed time; the learner's own compute sits between ``before`` and ``after``,
+and its gradient reaches its aggregation point (a node's accumulator, a
+parameter server) at the end of ``after``. Server kinds then wait for the
+reply and run ``reply`` before the next step.
+
+The :class:`Topology` says how many instances of each kind of resource
+there are and which learners share one: every ``gpus_per_host_link`` GPUs of
+a node share a host link; a node's GPUs share its disk, its accumulator and
+its network ports; every learner shares the parameter server's ports.
+
+The simulator (:mod:`asgdsim.cluster`) builds one FIFO link per instance and
+gives each learner its stages; the closed form (:mod:`asgdsim.analytic`)
+builds its queueing stations and the in-phase schedule from the very same
+stages. Two descriptions of one cluster cannot drift apart when there is
+only one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .costs import Costs
+from .scenario import Scenario
+
+__all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "topology_of"]
+
+#: resource kind -> what one instance of it serves
+SCOPES = {
+    "host_link": "link group",        # gpus_per_host_link GPUs of one node
+    "disk": "node", "accumulator": "node", "port_out": "node", "port_in": "node",
+    "server_port_in": "cluster", "server_port_out": "cluster",
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a learner's loop that holds shared resources for a fixed time.
+
+    ``holds`` lists the resource kinds held at once (a network transfer holds
+    the node's port and the server's), the most shared first: that one sets
+    the queue, since every transfer through the others also passes it.
+    """
+
+    name: str
+    holds: tuple[str, ...]
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A learner's loop: stages before its compute, after it up to the
+    aggregation point, and after the aggregation's reply (server kinds)."""
+
+    before: tuple[Stage, ...]
+    after: tuple[Stage, ...]
+    reply: tuple[Stage, ...] = ()
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        return self.before + self.after + self.reply
+
+    @property
+    def overhead_s(self) -> float:
+        """Seconds of one step outside compute, with no contention."""
+        return sum(s.duration_s for s in self.stages)
+
+    def demand_s(self, kind: str) -> float:
+        """Seconds of one step spent holding ``kind`` as a path's queue."""
+        return sum(s.duration_s for s in self.stages if s.holds[0] == kind)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where each learner sits and which resource instances it shares."""
+
+    nodes: int
+    gpus_per_node: int
+    gpus_per_host_link: int
+
+    @property
+    def learners(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def links_per_node(self) -> int:
+        return -(-self.gpus_per_node // self.gpus_per_host_link)
+
+    def node_of(self, learner: int) -> int:
+        return learner // self.gpus_per_node
+
+    def instances(self, kind: str) -> int:
+        """How many instances of a resource kind the cluster has."""
+        scope = SCOPES[kind]
+        if scope == "cluster":
+            return 1
+        return self.nodes * (self.links_per_node if scope == "link group" else 1)
+
+    def instance(self, kind: str, learner: int) -> str:
+        """The name of the instance of ``kind`` that ``learner`` uses."""
+        scope = SCOPES[kind]
+        node, slot = divmod(learner, self.gpus_per_node)
+        if scope == "cluster":
+            return kind
+        if scope == "node":
+            return f"{kind}[{node}]"
+        return f"{kind}[{node}.{slot // self.gpus_per_host_link}]"
+
+    def sharers(self, kind: str) -> int:
+        """How many learners share one instance of ``kind`` (the most)."""
+        scope = SCOPES[kind]
+        return {"cluster": self.learners, "node": self.gpus_per_node,
+                "link group": min(self.gpus_per_host_link, self.gpus_per_node)}[scope]
+
+
+def topology_of(scenario: Scenario) -> Topology:
+    c = scenario.cluster
+    return Topology(c.nodes, c.gpus_per_node, c.gpus_per_host_link)
+
+
+def _stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:
+    # a stage that takes no time (ideal communication) is no stage at all
+    return tuple(Stage(name, holds, d) for name, holds, d in stages if d > 0)
+
+
+def loop_of(scenario: Scenario, costs: Costs) -> Loop:
+    """The learner's loop of the scenario's algorithm, with its durations."""
+    c = costs
+    if scenario.algorithm.kind == "sprint":
+        return Loop(
+            before=_stages(("weights_to_gpu", ("host_link",), c.weights_to_gpu_s),
+                           ("batch_read", ("disk",), c.batch_read_s),
+                           ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
+            after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
+                          ("accumulate", ("accumulator",), c.accumulate_s)))
+    # a parameter server: push the gradient, take the reply's weights
+    return Loop(
+        before=_stages(("batch_read", ("disk",), c.batch_read_s),
+                       ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
+        after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
+                      ("push", ("server_port_in", "port_out"), c.network_s)),
+        reply=_stages(("pull", ("server_port_out", "port_in"), c.network_s),
+                      ("weights_to_gpu", ("host_link",), c.weights_to_gpu_s)))

@@ -1,23 +1,29 @@
 """The closed-form model: epoch time, mini-batch size and staleness without
 simulating.
 
-It reads the same :class:`~asgdsim.costs.Costs` as the simulator. Where
-DESIGN.md's exact results hold (``communication: ideal``) it returns them:
+It reads the same :class:`~asgdsim.costs.Costs` and the same description of
+the learner's loop and topology (:mod:`asgdsim.structure`) as the simulator.
+Three regimes, each with its own exact or approximate laws (``laws`` says
+which):
 
-- async, exponential compute: staleness ~ Geometric, P(k) = (1/M)(1 - 1/M)^k;
-  any law: mean M - 1;
-- sprint, fixed cycle T, exponential compute (mean m): gradients per update
-  ~ Poisson(G T / m), conditioned on at least one (a cycle with none is no
-  update); staleness = 1 + floor(U + X / T), U ~ U(0, 1), X the step time;
-- sync: a round takes E[max of P steps] (m H_P for exponential compute);
-- constant compute: the epoch time to the exact event.
+- Steady state with random steps: the learners and what they share form a
+  closed queueing network, solved by mean-value analysis (:mod:`asgdsim.mva`)
+  with one station per kind of resource a stage holds, the waiting scaled by
+  how random the learners' cycles are. DESIGN.md's exact results hold here
+  with ideal communication: geometric staleness for async with exponential
+  steps, Poisson gradients per SPRINT cycle and 1 + floor(U + X/T)
+  staleness, m H_P per synchronous round.
+- Identical fixed-time steps: the learners never drift apart. Their periodic
+  schedule, staggered where they queue, is computed (:mod:`asgdsim.skeleton`)
+  and everything follows from it exactly.
+- In between, and at the start of every run: the learners start in phase and
+  drift apart by the random walk of their step noise; SPRINT's cycle windows
+  are seen through that (:mod:`asgdsim.phases`). Short runs keep their
+  start-up and drain: epoch time is the time of the update that reaches the
+  stop condition, not a rate.
 
-Elsewhere it is a mean-value model: the learners and what they share (host
-links, disks, the accumulator, a server's ports and CPU) form a closed
-queueing network solved by mean-value analysis (:mod:`asgdsim.mva`), which
-gives the learners' cycle with its queueing delays and, at saturation, the
-bound the busiest station sets (named in ``bound``). The laws used there are
-approximations: ``laws`` says which is which.
+Where an effect is not modelled, ``laws["assumptions"]`` says "outside the
+closed form's assumptions: <why>" and ``compare --check`` fails on it.
 """
 
 from __future__ import annotations
@@ -31,10 +37,25 @@ from scipy import stats
 from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law
+from .phases import Deliveries, Windows, expect, windows_of
 from .pmf import Pmf
 from .scenario import Scenario
+from .skeleton import Skeleton, Walk, period_of
+from .structure import Loop, Topology, loop_of, topology_of
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "predict", "OUTSIDE"]
+
+#: the phrase that marks a prediction outside the closed form's assumptions
+OUTSIDE = "outside the closed form's assumptions"
+#: steps of a deterministic skeleton walked before reading its period: a
+#: server's learners settle in a few; a node's GPUs that take turns at shared
+#: links can need a hundred steps
+SKELETON_STEPS = 40
+MAX_SKELETON_STEPS = 1024
+#: most steps per learner modelled one by one (the rest continue the pattern)
+MAX_TRANSIENT_STEPS = 4096
+#: most learners whose server schedule is walked one by one
+MAX_SKELETON_LEARNERS = 256
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,11 @@ class Prediction:
     @property
     def minibatch(self) -> Pmf:
         return self.gradients_per_update.scaled(self.scenario.workload.sub_batch)
+
+    @property
+    def outside_assumptions(self) -> str | None:
+        """Why the closed form does not apply here, or None."""
+        return self.laws.get("assumptions")
 
     @property
     def summary(self) -> dict:
@@ -76,24 +102,136 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     return _PREDICTORS[scenario.algorithm.kind](scenario, costs or costs_of(scenario))
 
 
-def _target_gradients(scenario: Scenario) -> tuple[int, float]:
-    """(gradients for the epochs that define epoch time, number of those epochs)."""
-    epochs = scenario.stop.epochs or 1.0
-    samples = epochs * scenario.workload.dataset_samples
-    return math.ceil(samples / scenario.workload.sub_batch - 1e-9), epochs
+# -- the run: how long, in the stop condition's terms -----------------------
+
+@dataclass(frozen=True)
+class Run:
+    """The stop conditions of a scenario, and how the summary turns the last
+    update into an epoch time (summary.epoch_time)."""
+
+    dataset: int
+    sub_batch: int
+    epochs: float | None
+    gradients: int | None
+    updates: int | None
+    time_s: float | None
+
+    @classmethod
+    def of(cls, sc: Scenario) -> Run:
+        s = sc.stop
+        return cls(sc.workload.dataset_samples, sc.workload.sub_batch, s.epochs, s.gradients,
+                   s.updates, s.time)
+
+    @property
+    def target_gradients(self) -> float:
+        """Gradients that end the run by ``epochs`` or ``gradients`` (inf if neither)."""
+        out = math.inf
+        if self.epochs:
+            out = math.ceil(self.epochs * self.dataset / self.sub_batch - 1e-9)
+        if self.gradients:
+            out = min(out, self.gradients)
+        return out
+
+    def epoch_time(self, t_last: float, gradients: float) -> float:
+        """As the summary computes it from the last update's time and the
+        gradients applied by then."""
+        samples = gradients * self.sub_batch
+        if self.epochs and samples >= self.epochs * self.dataset - 1e-9:
+            return t_last / self.epochs
+        return t_last * self.dataset / samples if samples else math.nan
+
+
+# -- shared pieces ----------------------------------------------------------
+
+def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
+              extra: list[mva.Station] = ()) -> list[mva.Station]:
+    """The queueing stations of the loop: one per kind of resource a stage
+    queues at, with as many servers as the cluster (or one node) has."""
+    kinds = dict.fromkeys(stage.holds[0] for stage in loop.stages)
+    stations = [mva.Station("gpu", law.mean, servers=0)]
+    for kind in kinds:
+        servers = topology.instances(kind)
+        if scope == "node":
+            servers = max(1, servers // topology.nodes)
+        stations.append(mva.Station(kind, loop.demand_s(kind), servers=servers))
+    return stations + list(extra)
+
+
+def _cycle(stations: list[mva.Station], customers: int, law: Law,
+           overhead_s: float) -> tuple[float, dict[str, float], str]:
+    """A learner's mean cycle with queueing; the waiting scaled by how random
+    its cycles are (squared cv of compute over the whole uncontended cycle)."""
+    cv2 = min(1.0, law.var / (law.mean + overhead_s) ** 2)
+    return mva.solve(stations, customers, arrival_cv2=cv2)
+
+
+def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
+    """A law on counts >= 0 with this mean and variance: two neighbouring
+    values where the variance is at a lattice's least, else a binomial (or
+    Poisson) with the same two moments. Returns (values, probabilities)."""
+    low, frac = math.floor(mean), mean - math.floor(mean)
+    if var <= frac * (1 - frac) + 1e-9 or mean <= 0:
+        return np.array([low, low + 1]), np.array([1 - frac, frac])
+    p = 1.0 - var / mean
+    if p <= 1e-6:
+        k = np.arange(0, int(stats.poisson.isf(1e-12, mean)) + 2)
+        return k, stats.poisson.pmf(k, mean)
+    trials = max(1, round(mean / p))
+    k = np.arange(0, trials + 1)
+    return k, stats.binom.pmf(k, trials, min(1.0, mean / trials))
+
+
+def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = False) -> Pmf:
+    """A weighted mixture of count laws (weight, values, probabilities);
+    ``positive`` drops zero and renormalises each law first."""
+    top = max(int(v.max()) for _, v, _ in laws) + 1
+    total = np.zeros(top + 1)
+    for weight, values, probs in laws:
+        if positive:
+            keep = values > 0
+            values, probs = values[keep], probs[keep]
+            if probs.sum() <= 0:
+                continue
+            probs = probs / probs.sum()
+        np.add.at(total, values.astype(int), weight * probs)
+    return Pmf.from_probs(0, total)
+
+
+def _grouped(means: np.ndarray, variances: np.ndarray, weights: np.ndarray,
+             positive: bool = False) -> Pmf:
+    """The mixture of count laws of many (mean, variance) pairs, grouped to a
+    few hundred distinct ones (their moments rounded to 1 %)."""
+    keep = weights > 0
+    means, variances, weights = means[keep], variances[keep], weights[keep]
+    key_m = np.round(means, 2) if means.max() < 10 else np.round(means, 1 - int(np.log10(means.max())))
+    key_v = np.round(variances, 2)
+    keys, inverse = np.unique(np.column_stack([key_m, key_v]), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    summed = np.bincount(inverse, weights=weights)
+    mean_of = np.bincount(inverse, weights=weights * means) / summed
+    var_of = np.bincount(inverse, weights=weights * variances) / summed
+    return _mixture([(w, *_count_law(m, v)) for w, m, v in zip(summed, mean_of, var_of)], positive)
+
+
+def _discretised_normal(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
+    """A count law with this mean and variance: a normal discretised to the
+    integers (>= 0), or the two integers around the mean when the variance is
+    below what a lattice allows."""
+    low, frac = math.floor(mean), mean - math.floor(mean)
+    if var <= frac * (1 - frac) + 1e-9:
+        return np.array([1 - frac, frac]), np.array([low, low + 1])
+    sd = math.sqrt(var)
+    k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
+    cdf = stats.norm.cdf((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
+    return np.diff(cdf), k
 
 
 def _is_exponential(law: Law) -> bool:
     return law.name == "exponential"
 
 
-def _exact(scenario: Scenario) -> bool:
+def _ideal(scenario: Scenario) -> bool:
     return scenario.timing.communication == "ideal"
-
-
-def _links_per_node(scenario: Scenario) -> int:
-    c = scenario.cluster
-    return -(-c.gpus_per_node // c.gpus_per_host_link)
 
 
 def _renewal_lag(law: Law) -> float:
@@ -105,136 +243,514 @@ def _renewal_lag(law: Law) -> float:
     return law.mean * (1.0 - law.cv ** 2) / 2.0
 
 
+# -- async: every gradient its own update -----------------------------------
+
+def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
+    return [(tuple(topology.instance(kind, learner) for kind in st.holds), st.duration_s)
+            for st in stages]
+
+
 def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
-    c, law = sc.cluster, costs.compute
-    m_learners = c.learners
-    copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
-    # every learner of the cluster in one closed network; a node's disk, port
-    # and host links serve only its own learners: c such servers side by side
-    cycle, _, bound = mva.solve([
-        mva.Station("gpu", law.mean, servers=0),
-        mva.Station("disk", costs.batch_read_s, servers=c.nodes),
-        mva.Station("host_link", copies, servers=c.nodes * _links_per_node(sc)),
-        mva.Station("port", 2 * costs.network_s, servers=c.nodes),
-        mva.Station("server_port_in", costs.network_s),
-        mva.Station("server", costs.server_update_s),
-        mva.Station("server_port_out", costs.network_s),
-    ], m_learners)
-    per_gradient = cycle / m_learners
-    n, epochs = _target_gradients(sc)
-    if _exact(sc) and law.is_constant:
-        arrival = math.ceil(n / m_learners) * law.mean     # all learners in lockstep
-        epoch_law = "exact: constant compute, learners in lockstep"
-    else:
-        arrival = n * per_gradient + (_renewal_lag(law) if _exact(sc) else 0.0)
-        epoch_law = ("exact mean: Poisson arrivals" if _exact(sc) and _is_exponential(law)
-                     else "mean-value: n / throughput")
-    if m_learners == 1:
+    topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
+    m = topo.learners
+    server = [mva.Station("server", costs.server_update_s)] if costs.server_update_s else []
+    cycle, util, bound = _cycle(_stations(loop, topo, law, "cluster", server), m, law,
+                                loop.overhead_s + costs.server_update_s)
+    per_gradient = cycle / m
+    laws = {"minibatch": "exact: one gradient per update"}
+    if law.is_constant and m <= MAX_SKELETON_LEARNERS:
+        applies = _async_skeleton(topo, loop, law.mean, costs.server_update_s, run, m)
+        return _async_from_schedule(sc, applies, cycle, bound, laws)
+    n = run.target_gradients
+    if n == math.inf:       # a time or updates stop: gradients by then
+        n = run.updates if run.updates else max(1, math.floor(run.time_s / per_gradient))
+    # start-up: every learner's first step begins at 0; by renewal theory
+    # the n-th gradient comes (1 - cv^2) / 2 cycles late; a saturated shared
+    # resource serialises the first round as well
+    c2 = min(1.0, law.var / cycle ** 2) if bound == "gpu" else 0.0
+    arrival = n * per_gradient + cycle * (1.0 - c2) / 2.0 * (1.0 if m > 1 or _ideal(sc) else 0.0)
+    if _ideal(sc) and m == 1:
+        arrival = n * law.mean
+    t_last = arrival
+    if run.time_s is not None:
+        t_last = min(t_last, run.time_s)
+    gradients = min(n, t_last / per_gradient)
+    epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
+                 else "mean-value: the n-th gradient of M renewal processes started together")
+    # staleness: M - 1 in steady state for any law (each of the others applies
+    # once per own cycle on average); the first gradient of each learner has
+    # seen only (1 + c^2) / 2 of a cycle of the others
+    deficit = (m - 1) * (1.0 - c2) / 2.0 * m / max(gradients, 1.0)
+    if m == 1:
         staleness, staleness_law = Pmf.point(0), "exact: one learner"
-    elif _exact(sc) and law.is_constant:
-        staleness, staleness_law = Pmf.point(m_learners - 1), "exact after the first round: M - 1"
-    elif _exact(sc) and _is_exponential(law):
-        p = 1.0 / m_learners
+    elif _ideal(sc) and _is_exponential(law):
+        p = 1.0 / m
         k = np.arange(0, int(stats.geom.isf(1e-13, p)) + 2)
         staleness = Pmf.from_probs(0, p * (1 - p) ** k)
         staleness_law = "exact: geometric, ideal communication and exponential compute"
     else:
-        # the others' updates during one's own cycle C: mean M - 1; each other
-        # learner adds cv^2 of renewal variance, the random window (M - 1)^2 cv^2
-        # (for exponential cycles this is the geometric law's M (M - 1))
-        others, cv = m_learners - 1, law.std / cycle
-        probs, values = _discretised_normal(others, others * cv**2 + others**2 * cv**2)
+        others = m - 1
+        cv = law.std / cycle if bound == "gpu" else 0.0
+        mean = others - deficit
+        probs, values = _discretised_normal(mean, others * cv**2 + others**2 * cv**2)
         staleness = Pmf.from_probs(int(values[0]), probs)
-        staleness_law = "approximation: normal with mean M - 1 and the variance of a renewal count"
+        staleness_law = ("approximation: mean M - 1 less the first round's deficit, "
+                         "variance of a renewal count")
+    laws.update(epoch_time=epoch_law, staleness=staleness_law)
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
-        epoch_time_s=arrival / epochs,
+        epoch_time_s=run.epoch_time(t_last, gradients),
         throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
-        staleness=staleness, gradients_per_update=Pmf.point(1),
-        laws={"epoch_time": epoch_law, "staleness": staleness_law,
-              "minibatch": "exact: one gradient per update"})
+        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
 
+
+def _async_skeleton(topo: Topology, loop: Loop, step: float, update_s: float, run: Run,
+                    m: int) -> np.ndarray:
+    """Apply times (learners x steps) of identical fixed-time learners around
+    one server, walked over enough steps to see the period."""
+    steps = SKELETON_STEPS // 2
+    skeleton = Skeleton()
+    server = [(("server_cpu",), update_s)] if update_s else []
+    one = [_resolved(topo, loop.before, i) + [((), step)] + _resolved(topo, loop.after, i)
+           + server for i in range(m)]
+    reply = [_resolved(topo, loop.reply, i) for i in range(m)]
+    stages = [(one[i] + reply[i]) * (steps - 1) + one[i] for i in range(m)]
+    ends = skeleton.walk([0.0] * m, stages)
+    per_step = len(one[0]) + len(reply[0])
+    return ends[:, len(one[0]) - 1::per_step][:, :steps]
+
+
+def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound: str,
+                         laws: dict) -> Prediction:
+    """Everything of an async run from its exact schedule: the k-th apply
+    overall makes version k; a gradient's staleness is the applies between
+    its learner's previous one and its own."""
+    run = Run.of(sc)
+    m = applies.shape[0]
+    found = period_of(applies)
+    need = run.target_gradients
+    if need == math.inf:
+        need = run.updates or math.inf
+    steps = int(min(MAX_TRANSIENT_STEPS, need / m + 2 if need < math.inf else MAX_TRANSIENT_STEPS))
+    times = _extend(applies, steps, found)
+    learner = np.repeat(np.arange(m), times.shape[1])
+    order = np.lexsort((learner, times.ravel()))          # ties in learner order
+    flat = times.ravel()[order]
+    version = np.empty(len(flat), dtype=np.int64)
+    version[order] = np.arange(1, len(flat) + 1)
+    version = version.reshape(times.shape)
+    previous = np.concatenate([np.zeros((m, 1), dtype=np.int64), version[:, :-1]], axis=1)
+    staleness_all = (version - previous - 1).ravel()[order]
+    n = len(flat) if need == math.inf else int(min(need, len(flat)))
+    if run.time_s is not None:
+        n = min(n, int(np.searchsorted(flat, run.time_s, side="right")))
+    n = max(n, 1)
+    staleness = Pmf.of_samples(staleness_all[:n])
+    period = (found[1].mean() / found[0]) if found else cycle
+    laws.update(epoch_time="exact: identical fixed-time steps, their periodic schedule",
+                staleness="exact: the order of the periodic schedule's applies")
+    return Prediction(
+        scenario=sc, t_gpu_s=period, t_update_s=period / m, bound=bound,
+        epoch_time_s=run.epoch_time(float(flat[n - 1]), n),
+        throughput_samples_per_s=sc.workload.sub_batch * m / period,
+        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
+
+
+def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None) -> np.ndarray:
+    """A schedule of ``steps`` steps: the walked ones, then the period repeated
+    (or the last steps' mean pace where no period showed)."""
+    walked = times.shape[1]
+    if steps <= walked:
+        return times[:, :steps]
+    k = np.arange(walked, steps)
+    if found is not None:
+        p, shift = found
+        base = walked - p + (k - walked) % p
+        reps = (k - walked) // p + 1
+        more = times[:, base] + reps[None, :] * shift[:, None]
+    else:
+        tail = min(8, walked - 1)
+        pace = (times[:, -1] - times[:, -1 - tail]) / tail
+        more = times[:, -1:] + (k - walked + 1)[None, :] * pace[:, None]
+    return np.concatenate([times, more], axis=1)
+
+
+# -- sync: rounds of all learners ------------------------------------------
 
 def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
-    c, law = sc.cluster, costs.compute
-    p_learners = c.learners
-    copies = costs.batch_to_gpu_s + costs.gradient_to_host_s + costs.weights_to_gpu_s
-    round_s = (_sync_compute_and_push(law, p_learners, costs.network_s)
-               + costs.batch_read_s + copies + costs.server_update_s)
-    n, epochs = _target_gradients(sc)
-    rounds = math.ceil(n / p_learners)
-    exact = _exact(sc) and (law.is_constant or _is_exponential(law))
+    topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
+    p = topo.learners
+    first, steady, exact = _sync_rounds(topo, loop, law, costs.server_update_s)
+    n = run.target_gradients
+    if n == math.inf:
+        rounds = run.updates if run.updates else None
+    else:
+        rounds = math.ceil(n / p)
+    if rounds is None or run.time_s is not None:
+        by_time = 0 if run.time_s < first else 1 + math.floor((run.time_s - first) / steady)
+        rounds = by_time if rounds is None else min(rounds, by_time)
+    rounds = max(rounds, 1)
+    t_last = first + (rounds - 1) * steady
     return Prediction(
-        scenario=sc, t_gpu_s=law.mean + costs.batch_read_s + copies + 2 * costs.network_s,
-        t_update_s=round_s, bound="slowest learner",
-        epoch_time_s=rounds * round_s / epochs,
-        throughput_samples_per_s=p_learners * sc.workload.sub_batch / round_s,
-        staleness=Pmf.point(0), gradients_per_update=Pmf.point(p_learners),
-        laws={"epoch_time": "exact mean: rounds x E[max of P steps]" if exact
-              else "mean-value: rounds x (E[max of P steps] + communication)",
+        scenario=sc, t_gpu_s=law.mean + loop.overhead_s, t_update_s=steady, bound="slowest learner",
+        epoch_time_s=run.epoch_time(t_last, rounds * p),
+        throughput_samples_per_s=p * sc.workload.sub_batch / steady,
+        staleness=Pmf.point(0), gradients_per_update=Pmf.point(p),
+        laws={"epoch_time": ("exact: rounds of E[max of P steps]" if _ideal(sc) and exact else
+                             "exact: identical fixed-time steps, their round schedule"
+                             if law.is_constant else
+                             "approximation: the round's schedule with the compute of each "
+                             "learner at its expected order statistic"),
               "staleness": "exact: 0", "minibatch": "exact: P gradients per round"})
 
 
-def _sync_compute_and_push(law: Law, learners: int, message_s: float) -> float:
-    """A synchronous round from publishing the weights to the last gradient in.
+def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
+    """(first round, a later round, whether exact): from the weights published
+    (or time 0) to the next publication.
 
-    The weights leave the server's port one learner after another, so the
-    learners start (P + 1) / 2 messages late on average. Their gradients
-    queue at the port in the order they finish: the port is done at
-    max over k of (k-th finish + (P - k + 1) messages), with the k-th
-    finish at its expected order statistic (Blom's approximation, the exact
-    E[max] for the last). With no communication this is E[max of P steps].
+    The round's deterministic part is walked (skeleton.py): the weights leave
+    the server's port one learner after another, each learner then queues
+    for its host link and disk as the stagger allows. Compute ends at each
+    learner's ready time plus its step; the gradients queue at the server's
+    port in the order they finish, so the port is done at
+    max over j of (j-th finish + (P - j + 1) messages). With random steps the
+    j-th finish is taken at its expected order statistic (Blom's positions on
+    the mixture of the learners' finishing laws, the exact E[max] for the
+    last); with fixed steps everything is exact.
     """
-    if message_s == 0:
-        return law.expected_max(learners)
-    finishes = [law.ppf((k - 0.375) / (learners + 0.25)) for k in range(1, learners)]
-    finishes.append(law.expected_max(learners))
-    port_done = max(f + (learners - k) * message_s for k, f in enumerate(finishes))
-    return (learners + 1) / 2 * message_s + port_done
+    p = topo.learners
+    if p > MAX_SKELETON_LEARNERS:
+        return _sync_rounds_large(topo, loop, law, update_s)
+    push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
+    to_push = loop.after[:-1] if push is not None else loop.after
 
+    def round_from(starts: np.ndarray, stages: list[list[Walk]], order: np.ndarray) -> float:
+        skeleton = Skeleton()
+        ready = np.zeros(p)
+        if any(stages):
+            ends = skeleton.walk(starts[order], [stages[i] for i in order])
+            last = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else s
+                             for row, s in zip(ends, starts[order])])
+            ready[order] = last
+        else:
+            ready[:] = starts
+        after = sum(st.duration_s for st in to_push)
+        message = push.duration_s if push is not None else 0.0
+        return _push_queue(ready + after, law, message) + update_s
+
+    before = [_resolved(topo, loop.before, i) for i in range(p)]
+    reply = [_resolved(topo, loop.reply, i) for i in range(p)]
+    order = np.arange(p)
+    first = round_from(np.zeros(p), before, order)
+    # a later round: every learner asks for the weights at the publication (0)
+    later = round_from(np.zeros(p), [reply[i] + before[i] for i in range(p)], order)
+    return first, later, law.is_constant or _is_exponential(law)
+
+
+def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
+    """Many learners: the server's port sets the pace; messages leave and
+    arrive one after another, the rest of the loop overlaps with them."""
+    p = topo.learners
+    message = loop.demand_s("server_port_in")
+    local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
+    ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") + local
+    later = _push_queue(ready, law, message) + update_s
+    first = _push_queue(np.full(p, local), law, message) + update_s
+    return first, later, False
+
+
+def _push_queue(ready: np.ndarray, law: Law, message_s: float) -> float:
+    """When the server's port has taken every gradient: learner i is ready to
+    compute at ``ready[i]``; its gradient is at the port a step later; the
+    port serves them one at a time in arrival order, ``message_s`` each."""
+    p = len(ready)
+    if law.is_constant:
+        arrive = np.sort(ready + law.mean)
+    else:
+        arrive = _expected_order_statistics(ready, law)
+    if message_s == 0:
+        return float(arrive[-1])
+    # FIFO single server: done at max_j (j-th arrival + (P - j + 1) messages)
+    return float(np.max(arrive + (p - np.arange(p)) * message_s))
+
+
+def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
+    """E of the order statistics of shift[i] + X_i (independent X_i ~ law):
+    Blom's positions on the mixture's quantiles, the exact mean for the
+    largest."""
+    p = len(shift)
+    if p == 1:
+        return np.array([shift[0] + law.mean])
+    spread = np.ptp(shift)
+    if spread == 0:
+        quantiles = np.array([law.ppf((j - 0.375) / (p + 0.25)) for j in range(1, p)])
+        return np.append(shift[0] + quantiles, shift[0] + law.expected_max(p))
+    lo = shift.min() + law.ppf(1e-9)
+    hi = shift.max() + law.ppf(1 - 1e-12 / p)
+    grid = np.linspace(lo, hi, 4096)
+    values = np.subtract.outer(grid, shift)
+    each = _law_cdf(law, values)
+    mixture = each.mean(axis=1)
+    targets = (np.arange(1, p) - 0.375) / (p + 0.25)
+    quantiles = np.interp(targets, mixture, grid)
+    all_below = np.exp(np.log(np.clip(each, 1e-300, 1.0)).sum(axis=1))
+    e_max = lo + np.trapezoid(1.0 - all_below, grid)
+    return np.append(quantiles, e_max)
+
+
+def _law_cdf(law: Law, x: np.ndarray) -> np.ndarray:
+    if law.dist is None:
+        return (x >= law.shift).astype(float)
+    return law.dist.cdf(x - law.shift)
+
+
+# -- sprint: per-node accumulation, a fixed cycle ---------------------------
 
 def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
-    c, law = sc.cluster, costs.compute
-    g = c.learners
-    cycle = costs.cycle_s
-    step = law.plus(costs.gpu_overhead_s)      # a learner's whole step, no contention
-    copies = costs.weights_to_gpu_s + costs.batch_to_gpu_s + costs.gradient_to_host_s
-    # one node's GPUs in a closed network (the nodes are alike and independent
-    # between cycles): its disk, host links and accumulator are shared
-    node_cycle, _, bound = mva.solve([
-        mva.Station("gpu", law.mean, servers=0),
-        mva.Station("disk", costs.batch_read_s),
-        mva.Station("host_link", copies, servers=_links_per_node(sc)),
-        mva.Station("accumulator", costs.accumulate_s),
-    ], c.gpus_per_node)
-    per_gradient = node_cycle / g
-    exponential = _exact(sc) and _is_exponential(law)
-    counts, k, count_law = _gradients_per_cycle(g, cycle / (per_gradient * g), step.cv, exponential)
-    at_least_one = k >= 1
-    gradients_per_update = Pmf.from_probs(int(k[at_least_one][0]), counts[at_least_one])
-    nonempty = 1.0 - float(counts[k == 0].sum())
-    staleness = _pipelined_staleness(step.scaled(per_gradient * g / step.mean), cycle, nonempty)
-    n, epochs = _target_gradients(sc)
-    if _exact(sc) and law.is_constant:
-        arrival = math.ceil(n / g) * law.mean
-        applied = (math.ceil(arrival / cycle - 1e-12) + 1) * cycle
-        epoch_law = "exact: constant compute, fixed cycle"
-    else:
-        # the n-th gradient arrives, waits for the next swap (T/2 on average),
-        # then for the cycle that applies it (T)
-        arrival = n * per_gradient + (_renewal_lag(step) if _exact(sc) else 0.0)
-        applied = arrival + 1.5 * cycle
-        epoch_law = ("mean: Poisson arrivals plus 1.5 cycles" if exponential
-                     else "mean-value: n / throughput plus 1.5 cycles")
+    topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
+    g, slots, T = topo.learners, topo.gpus_per_node, costs.cycle_s
+    # the steady state with queueing: one node's GPUs share its resources
+    node_cycle, _, bound = _cycle(_stations(loop, topo, law, "node"), slots, law, loop.overhead_s)
+    sd = law.std
+    # steps each GPU takes before the stop condition (an upper bound)
+    need = _sprint_steps_needed(run, g, law.mean + loop.overhead_s, T)
+    skeleton = _sprint_skeleton(topo, loop, law.mean, int(min(need + 8, MAX_SKELETON_STEPS)))
+    found = period_of(skeleton)
+    period = float(found[1].mean() / found[0]) if found else float(
+        (skeleton[:, -1] - skeleton[:, 0]).mean() / max(skeleton.shape[1] - 1, 1))
+    mixing = (period / (2 * sd)) ** 2 if sd > 0 else math.inf
+    transient = int(min(need, MAX_TRANSIENT_STEPS, mixing if mixing == math.inf else math.ceil(mixing)))
+    spread_steps = int(math.ceil(6 * sd * math.sqrt(max(transient, 1)) / period)) + 2 if sd > 0 else 1
+    mean = _extend(skeleton, transient + spread_steps, found)
+    k = np.arange(1, mean.shape[1] + 1)
+    deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes)
+    # the transient covers the windows before its last step; a stationary
+    # tail follows (uniform phases if mixed, else the transient's own pattern)
+    split = float(mean[:, transient - 1].min()) if transient < need else math.inf
+    end_window = int(math.ceil(split / T)) - 1 if split < math.inf else int(
+        math.ceil(float(mean.max()) / T))
+    windows = windows_of(deliveries, T, end_window)
+    tail = None
+    if transient < need:
+        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if transient >= mixing
+                else _pattern_tail(windows, deliveries, T, split, transient, run))
+    ends = _sprint_end(run, windows, deliveries, T, split, tail)
+    w_end, gradients, updates = ends
+    t_last = (w_end + 2) * T
+    minibatch = _sprint_minibatch(windows, w_end, split, tail, gradients, updates)
+    staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, period, transient,
+                                  run, gradients)
+    exact = sd == 0 and tail is None
+    phases = ("exact: identical fixed-time steps, their periodic schedule" if exact else
+              "approximation: GPUs that start in phase and drift apart by their step noise"
+              if transient > 1 or tail is None else "")
+    uniform = (_is_exponential(law) and _ideal(sc))
+    laws = {
+        "epoch_time": (phases or "mean-value: uniform phases") + "; the update that reaches the stop",
+        "minibatch": ("exact: Poisson(G T / m), given at least one" if uniform and transient <= 1
+                      else phases or "approximation: uniform phases"),
+        "staleness": ("exact: 1 + floor(U + X/T)" if uniform and transient <= 1
+                      else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
+    }
+    if np.any(windows.per_gpu > 1.0 + 1e-9) and sd > 0 and T > period:
+        laws["assumptions"] = (f"{OUTSIDE}: a GPU delivers several gradients per cycle "
+                               "while still in phase")
     return Prediction(
-        scenario=sc, t_gpu_s=per_gradient * g, t_update_s=cycle, bound=bound,
-        epoch_time_s=applied / epochs,
-        throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
-        staleness=staleness, gradients_per_update=gradients_per_update,
-        laws={"epoch_time": epoch_law,
-              "staleness": ("exact: 1 + floor(U + X/T)" if exponential
-                            else "approximation: 1 + floor(U + X/T), uniform phase"),
-              "minibatch": count_law + ", given at least one"})
+        scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
+        epoch_time_s=run.epoch_time(t_last, gradients),
+        throughput_samples_per_s=sc.workload.sub_batch * g / period,
+        staleness=staleness, gradients_per_update=minibatch, laws=laws)
+
+
+def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int) -> np.ndarray:
+    """Delivery times (slots x steps) of one node's identical GPUs."""
+    slots = topo.gpus_per_node
+    steps = max(steps, 4)
+    if not loop.stages:       # nothing shared: every GPU delivers every step
+        return np.tile(step * np.arange(1, steps + 1), (slots, 1))
+    one = [_resolved(topo, loop.before, s) + [((), step)] + _resolved(topo, loop.after, s)
+           for s in range(slots)]
+    ends = Skeleton().walk([0.0] * slots, [o * steps for o in one])
+    return ends[:, len(one[0]) - 1::len(one[0])]
+
+
+def _sprint_steps_needed(run: Run, g: int, period: float, T: float) -> float:
+    """Steps per GPU that surely cover the run (the stop's window included)."""
+    need = math.inf
+    if run.target_gradients < math.inf:
+        need = run.target_gradients / g + 2 + 2 * T / period
+    if run.updates:
+        need = min(need, run.updates + 4 + 2 * T / period)   # at least one update per step
+    if run.time_s is not None:
+        need = min(need, run.time_s / period + 2)
+    return math.ceil(need)
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The run after the transient: steady rates and laws."""
+
+    gradients_per_s: float
+    updates_per_s: float
+    minibatch: Pmf           # gradients per update
+    staleness: Pmf
+
+
+def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
+                  T: float) -> _Tail:
+    """Independent, uniform phases: DESIGN.md's laws."""
+    step = law.plus(costs.gpu_overhead_s)
+    exponential = _is_exponential(law) and _ideal(sc)
+    counts, k, _ = _gradients_per_cycle(g, T / per_gpu, step.cv, exponential)
+    nonempty = 1.0 - float(counts[k == 0].sum())
+    positive = k >= 1
+    minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive])
+    staleness = _pipelined_staleness(step.scaled(per_gpu / step.mean), T, nonempty)
+    return _Tail(g / per_gpu, nonempty / T, minibatch, staleness)
+
+
+def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float, transient: int,
+                  run: Run) -> _Tail:
+    """Phases that never mix (fixed or nearly fixed steps): the pattern of
+    the transient's second half goes on."""
+    half = split / 2
+    grads = float(windows.gradients_by(split) - windows.gradients_by(half))
+    ups = float(windows.updates_by(split) - windows.updates_by(half))
+    late = windows.first * T >= half
+    w = windows.width * windows.nonempty * late
+    per = windows.per_gpu
+    minibatch = _grouped(d.copies * per.sum(axis=0), d.copies * (per - per**2).clip(0).sum(axis=0),
+                         w, positive=True)
+    staleness = _staleness_mixture(windows, d, T, math.inf, transient, run,
+                                   start=transient // 2)[0]
+    return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness)
+
+
+def _sprint_end(run: Run, windows: Windows, d: Deliveries, T: float, split: float,
+                tail: _Tail | None) -> tuple[float, float, float]:
+    """(the last window, gradients and updates by its end) of the run."""
+    exact = bool(np.all(d.sd == 0))
+    slack = 0.0 if exact else 0.5
+    at_split = (float(windows.gradients_by(split)), float(windows.updates_by(split))) \
+        if split < math.inf else (math.inf, math.inf)
+
+    def window_where(cumulative, target: float, rate: float) -> float:
+        """The first window whose end has ``target`` (in expectation)."""
+        if target <= cumulative(split) if split < math.inf else True:
+            w_lo = int(windows.first[0])
+            w_hi = int(windows.first[-1] + windows.width[-1]) if split == math.inf else int(
+                math.ceil(split / T))
+            ends = (np.arange(w_lo, w_hi + 1) + 1) * T
+            got = cumulative(ends)
+            i = int(np.searchsorted(got, target - slack - 1e-9))
+            if i < len(got):
+                return float(w_lo + i)
+            return float(w_hi)
+        # in the tail: linear from the split
+        t = split + (target - cumulative(split)) / rate
+        return float(math.ceil(t / T) - 1)
+
+    candidates = []
+    if run.target_gradients < math.inf:
+        rate = tail.gradients_per_s if tail else math.inf
+        candidates.append(window_where(windows.gradients_by, run.target_gradients, rate))
+    if run.updates:
+        rate = tail.updates_per_s if tail else math.inf
+        candidates.append(window_where(windows.updates_by, run.updates, rate))
+    if run.time_s is not None:
+        candidates.append(math.floor(run.time_s / T) - 2)
+    w_end = min(candidates)
+    t = (w_end + 1) * T
+    if tail is None or t <= split:
+        return w_end, float(windows.gradients_by(t)), float(windows.updates_by(t))
+    return (w_end, at_split[0] + (t - split) * tail.gradients_per_s,
+            at_split[1] + (t - split) * tail.updates_per_s)
+
+
+def _sprint_minibatch(windows: Windows, w_end: float, split: float, tail: _Tail | None,
+                      gradients: float, updates: float) -> Pmf:
+    """Gradients per update: the mixture over the run's windows of their
+    count laws given at least one, scaled to the run's mean."""
+    last = min((w_end + 1), math.ceil(split / windows.T) if split < math.inf else math.inf)
+    covered = np.clip(last - windows.first, 0, windows.width)
+    weight = covered * windows.nonempty
+    per = windows.per_gpu
+    mean = windows.copies * per.sum(axis=0)
+    var = windows.copies * (per - per**2).clip(0).sum(axis=0)
+    laws = []
+    transient_updates = float(weight.sum())
+    if transient_updates > 0:
+        laws.append((transient_updates, _grouped(mean, var, weight, positive=True)))
+    if tail is not None and updates > transient_updates:
+        laws.append((updates - transient_updates, tail.minibatch))
+    total = sum(w for w, _ in laws)
+    return _mixture([(w / total, law.values, law.probs) for w, law in laws])
+
+
+def _sprint_staleness(windows: Windows, d: Deliveries, T: float, w_end: float, split: float,
+                      tail: _Tail | None, period: float, transient: int, run: Run,
+                      gradients: float) -> Pmf:
+    transient_pmf, weight = _staleness_mixture(windows, d, T, (w_end + 1) * T, transient, run)
+    parts = [(weight, transient_pmf)] if weight > 0 else []
+    if tail is not None and gradients > weight:
+        parts.append((gradients - weight, tail.staleness))
+    total = sum(w for w, _ in parts)
+    return _mixture([(w / total, p.values, p.probs) for w, p in parts])
+
+
+def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_end: float, transient: int,
+                       run: Run, start: int = 0) -> tuple[Pmf, float]:
+    """The staleness law of the transient's gradients (steps start..transient)
+    that are applied by ``t_end``, and how many of them there are.
+
+    Gradient k of a GPU read the weights when its previous one arrived
+    (A[k-1]) and arrives at A[k]; its staleness counts the non-empty windows
+    from the one before A[k-1]'s up to the one before A[k]'s; A[k-1]'s
+    window is certainly non-empty, the rest with the probability that some
+    other GPU delivered there.
+    """
+    means, variances, weights = [], [], []
+    for s in range(d.slots):
+        k = np.arange(start, transient)
+        mu, sd = d.mean[s, k], d.sd[k]
+        prev_mu = np.where(k > 0, d.mean[s, np.maximum(k - 1, 0)], 0.0)
+        prev_sd = np.where(k > 0, d.sd[np.maximum(k - 1, 0)], 0.0)
+
+        def others(t: np.ndarray, slot: int = s) -> np.ndarray:
+            return windows.others_by(slot, t)
+
+        def window_end(x: np.ndarray) -> np.ndarray:
+            return T * np.ceil(x / T - 1e-12)
+
+        def q_at(x: np.ndarray, slot: int = s) -> np.ndarray:
+            cell = windows.cell_of(x)
+            return np.where(windows.inside(x), windows.nonempty_other[slot][cell], 0.0)
+
+        upto = expect(lambda x: others(window_end(x)), mu, sd)
+        upto2 = expect(lambda x: others(window_end(x)) ** 2, mu, sd)
+        first = k == 0
+        before = np.where(first, 0.0, expect(lambda x: others(window_end(x) - 2 * T), prev_mu, prev_sd))
+        # a GPU's first gradient read version 0: every earlier window counts
+        own_prev = np.where(first, 0.0, 1.0 - expect(q_at, prev_mu, prev_sd))
+        gap = mu - prev_mu
+        later = np.where(gap >= T, 1.0, expect(
+            lambda x: (np.ceil((x + gap[..., None]) / T - 1e-12) > np.ceil(x / T - 1e-12)).astype(float),
+            prev_mu, prev_sd))
+        own_now = np.where(first, -expect(q_at, mu, sd), later * (1.0 - expect(q_at, mu, sd)) - 1.0)
+        mean = upto - before + own_prev + own_now
+        spread = windows.variance_by(s, mu) - np.where(first, 0.0, windows.variance_by(s, prev_mu))
+        variance = np.maximum(spread, 0.0) + np.maximum(upto2 - upto**2, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            applied = np.where(sd > 0, stats.norm.cdf((t_end - mu) / np.where(sd > 0, sd, 1.0)),
+                               (mu <= t_end).astype(float))
+        means.append(mean)
+        variances.append(variance)
+        weights.append(applied * d.copies)
+    means, variances, weights = map(np.concatenate, (means, variances, weights))
+    total = float(weights.sum())
+    if total <= 0:
+        return Pmf.point(0), 0.0
+    return _grouped(np.maximum(means, 0.0), variances, weights), total
 
 
 def _gradients_per_cycle(g: int, ratio: float, cv: float,
@@ -265,19 +781,6 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
     probs, k = _discretised_normal(mean, lattice_var + renewal_var)
     return probs, k, "approximation: normal, binomial plus renewal variance G T cv^2 / m"
-
-
-def _discretised_normal(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
-    """A count law with this mean and variance: a normal discretised to the
-    integers (>= 0), or the two integers around the mean when the variance is
-    below what a lattice allows."""
-    low, frac = math.floor(mean), mean - math.floor(mean)
-    if var <= frac * (1 - frac) + 1e-9:
-        return np.array([1 - frac, frac]), np.array([low, low + 1])
-    sd = math.sqrt(var)
-    k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
-    cdf = stats.norm.cdf((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
-    return np.diff(cdf), k
 
 
 def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:

@@ -16,7 +16,13 @@ residence uses the residual-time correction (Reiser; Bard and Schweitzer)
 
     R_k(n) = D_k (1 + Q_k(n - 1) - U_k(n - 1)) + U_k(n - 1) D_k (1 + cv_k^2) / 2
 
-with U = X D the utilisation, which is the line above when cv = 1. A station
+with U = X D the utilisation, which is the line above when cv = 1. The
+learners' arrivals are only as random as their steps: identical fixed-time
+learners settle into a staggered schedule and never queue below the
+bottleneck. So the waiting is scaled by ``arrival_cv2`` (the squared cv of a
+learner's cycle, Kingman's factor for the arrival side): 1 gives the
+recursion above, 0 the deterministic network, whose throughput is exactly
+min(N / sum D, c / D_max). A station
 of c identical servers that each serve their own share of the learners (a
 node's disk, a pair of GPUs' host link) is folded in by Seidmann's
 approximation: one queue of demand D / c plus a delay of D (c - 1) / c.
@@ -44,7 +50,8 @@ class Station:
     service_cv2: float = 0.0  # squared cv of one service: 0 for a fixed-time transfer
 
 
-def solve(stations: list[Station], customers: int) -> tuple[float, dict[str, float], str]:
+def solve(stations: list[Station], customers: int,
+          arrival_cv2: float = 1.0) -> tuple[float, dict[str, float], str]:
     """(cycle time of one learner, utilisation per station, busiest station)."""
     queues = {s.name: s for s in stations if s.servers > 0}
     # Seidmann: c servers ~ one of demand D / c, plus a delay of D (c - 1) / c
@@ -61,7 +68,8 @@ def solve(stations: list[Station], customers: int) -> tuple[float, dict[str, flo
         for name, s in queues.items():
             d = s.demand_s / s.servers
             busy = min(throughput * d, 1.0)
-            residence[name] = d * (1.0 + length[name] - busy) + busy * d * (1.0 + s.service_cv2) / 2
+            waiting = d * (length[name] - busy) + busy * d * (1.0 + s.service_cv2) / 2
+            residence[name] = d + arrival_cv2 * waiting
         throughput = min(n / (delay + sum(residence.values())), bound)
         length = {name: throughput * r for name, r in residence.items()}
     utilisation = {name: throughput * s.demand_s / s.servers for name, s in queues.items()}

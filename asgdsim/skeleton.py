@@ -1,0 +1,86 @@
+"""The deterministic skeleton: learners with identical, fixed-time steps.
+
+Learners whose every duration is fixed do not drift apart: they start
+together and stay in a periodic schedule, staggered only where they queue
+for a shared resource. The closed form cannot assume independent, uniform
+phases for them; it needs that schedule. This module computes it, the way a
+timed event graph is solved: each learner walks its stages (structure.py)
+in order; a stage starts when the learner is ready and every resource it
+holds has fallen free (first come, first served, ties in the order the
+requests were made) and lasts its fixed time. That is max-plus algebra on a
+handful of learners, with no randomness and no SimPy: it is independent of
+the simulator, so the agreement suite can catch either one's mistakes.
+
+``Skeleton.walk`` moves a group of learners through a list of stages from
+given start times and returns when each stage ended; callers chain walks
+(a synchronous round's pull, compute and push) or walk many steps at once
+(SPRINT's node) and read the period off the result.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["Skeleton", "Walk", "period_of"]
+
+#: a resolved stage: the resource instances it holds (none: the learner's own
+#: GPU) and its fixed duration
+Walk = tuple[tuple[str, ...], float]
+
+
+class Skeleton:
+    """FIFO resources with the time each falls free."""
+
+    def __init__(self) -> None:
+        self.free_at: dict[str, float] = defaultdict(float)
+        self._seq = 0
+
+    def walk(self, starts: Sequence[float], stages: Sequence[Sequence[Walk]]) -> np.ndarray:
+        """Learner i starts at ``starts[i]`` (ties in index order) and goes
+        through ``stages[i]``; ``ends[i, k]`` is when its stage k ended."""
+        heap = [(float(t), self._next(), i, 0) for i, t in enumerate(starts)]
+        heapq.heapify(heap)
+        ends = np.full((len(starts), max(map(len, stages), default=0)), np.nan)
+        free_at = self.free_at
+        while heap:
+            now, _, i, k = heapq.heappop(heap)
+            if k == len(stages[i]):
+                continue
+            holds, duration = stages[i][k]
+            start = max([now, *(free_at[r] for r in holds)])
+            end = start + duration
+            for r in holds:
+                free_at[r] = end
+            ends[i, k] = end
+            heapq.heappush(heap, (end, self._next(), i, k + 1))
+        return ends
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+
+def period_of(times: np.ndarray, longest: int = 8, rtol: float = 1e-9) -> tuple[int, np.ndarray] | None:
+    """The repeating pattern at the end of a schedule.
+
+    ``times[i, k]`` is when learner i finished step k. Returns (p, shift):
+    every learner's last steps repeat with a period of p steps, each p steps
+    later by ``shift[i]``; or None if no period of at most ``longest`` steps
+    shows in the last three repetitions.
+    """
+    steps = times.shape[1]
+    for p in range(1, longest + 1):
+        if 3 * p >= steps:
+            break
+        last = times[:, -1] - times[:, -1 - p]
+        before = times[:, -1 - p] - times[:, -1 - 2 * p]
+        earlier = times[:, -1 - 2 * p] - times[:, -1 - 3 * p]
+        scale = np.maximum(np.abs(last), 1e-300)
+        if np.all(np.abs(last - before) <= rtol * scale + 1e-12) and \
+                np.all(np.abs(before - earlier) <= rtol * scale + 1e-12):
+            return p, last
+    return None

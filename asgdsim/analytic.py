@@ -37,7 +37,7 @@ from scipy import stats
 from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law
-from .phases import Deliveries, Windows, expect, windows_of
+from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, windows_of
 from .pmf import Pmf
 from .scenario import Scenario
 from .skeleton import Skeleton, Walk, period_of
@@ -167,15 +167,20 @@ def _cycle(stations: list[mva.Station], customers: int, law: Law,
 
 def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     """A law on counts >= 0 with this mean and variance: two neighbouring
-    values where the variance is at a lattice's least, else a binomial (or
-    Poisson) with the same two moments. Returns (values, probabilities)."""
+    values where the variance is at a lattice's least, else a binomial,
+    Poisson or negative binomial with the same two moments (under-, equi- or
+    over-dispersed). Returns (values, probabilities)."""
     low, frac = math.floor(mean), mean - math.floor(mean)
     if var <= frac * (1 - frac) + 1e-9 or mean <= 0:
         return np.array([low, low + 1]), np.array([1 - frac, frac])
     p = 1.0 - var / mean
-    if p <= 1e-6:
+    if abs(p) <= 1e-6:
         k = np.arange(0, int(stats.poisson.isf(1e-12, mean)) + 2)
         return k, stats.poisson.pmf(k, mean)
+    if p < 0:
+        r, q = mean**2 / (var - mean), mean / var
+        k = np.arange(0, int(stats.nbinom.isf(1e-12, r, q)) + 2)
+        return k, stats.nbinom.pmf(k, r, q)
     trials = max(1, round(mean / p))
     k = np.arange(0, trials + 1)
     return k, stats.binom.pmf(k, trials, min(1.0, mean / trials))
@@ -267,7 +272,7 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
     # start-up: every learner's first step begins at 0; by renewal theory
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a saturated shared
     # resource serialises the first round as well
-    c2 = min(1.0, law.var / cycle ** 2) if bound == "gpu" else 0.0
+    c2 = law.var / cycle ** 2 if bound == "gpu" else 0.0
     arrival = n * per_gradient + cycle * (1.0 - c2) / 2.0 * (1.0 if m > 1 or _ideal(sc) else 0.0)
     if _ideal(sc) and m == 1:
         arrival = n * law.mean
@@ -277,24 +282,27 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
     gradients = min(n, t_last / per_gradient)
     epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
                  else "mean-value: the n-th gradient of M renewal processes started together")
-    # staleness: M - 1 in steady state for any law (each of the others applies
-    # once per own cycle on average); the first gradient of each learner has
-    # seen only (1 + c^2) / 2 of a cycle of the others
-    deficit = (m - 1) * (1.0 - c2) / 2.0 * m / max(gradients, 1.0)
+    # staleness: a learner's gradients together saw every update of the
+    # others from the start to its last apply. In steady state that is M - 1
+    # per gradient for any law; the others started with it (renewal lag
+    # (c^2 - 1) / 2 steps each) and the run stops while they are a mean age
+    # of (1 + c^2) / 2 steps into their current one, so over n gradients the
+    # mean is (M - 1) (1 - M (1 + c^2) / (2 n))
+    others = m - 1
+    mean = others * max(0.0, 1.0 - m * (1.0 + c2) / (2.0 * max(gradients, 1.0)))
     if m == 1:
         staleness, staleness_law = Pmf.point(0), "exact: one learner"
     elif _ideal(sc) and _is_exponential(law):
-        p = 1.0 / m
+        p = 1.0 / (1.0 + mean)
         k = np.arange(0, int(stats.geom.isf(1e-13, p)) + 2)
         staleness = Pmf.from_probs(0, p * (1 - p) ** k)
-        staleness_law = "exact: geometric, ideal communication and exponential compute"
+        staleness_law = ("exact: geometric, ideal communication and exponential compute "
+                         "(mean M - 1 in steady state; a run's start and stop take M (M - 1) / n)")
     else:
-        others = m - 1
-        cv = law.std / cycle if bound == "gpu" else 0.0
-        mean = others - deficit
-        probs, values = _discretised_normal(mean, others * cv**2 + others**2 * cv**2)
+        cv2 = law.var / cycle**2 if bound == "gpu" else 0.0
+        values, probs = _count_law(mean, others * cv2 + others**2 * cv2)
         staleness = Pmf.from_probs(int(values[0]), probs)
-        staleness_law = ("approximation: mean M - 1 less the first round's deficit, "
+        staleness_law = ("approximation: mean M - 1 less the run's start and stop, "
                          "variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
     return Prediction(
@@ -409,42 +417,52 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple
     (or time 0) to the next publication.
 
     The round's deterministic part is walked (skeleton.py): the weights leave
-    the server's port one learner after another, each learner then queues
-    for its host link and disk as the stagger allows. Compute ends at each
-    learner's ready time plus its step; the gradients queue at the server's
-    port in the order they finish, so the port is done at
-    max over j of (j-th finish + (P - j + 1) messages). With random steps the
-    j-th finish is taken at its expected order statistic (Blom's positions on
-    the mixture of the learners' finishing laws, the exact E[max] for the
-    last); with fixed steps everything is exact.
+    the server's port one learner after another, in the order their
+    gradients came in, and each learner then queues for its host link and
+    disk as the stagger allows. The gradients queue at the server's port in
+    the order they arrive, so the port is done at max over j of (j-th arrival
+    + (P - j + 1) messages). With fixed steps the walk includes the compute
+    and is exact; with random steps each learner's arrival is its ready time
+    plus a step, taken at its expected order statistic (Blom's positions on
+    the mixture of the learners' arrival laws, the exact E[max] for the last).
     """
     p = topo.learners
     if p > MAX_SKELETON_LEARNERS:
         return _sync_rounds_large(topo, loop, law, update_s)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
+    message = push.duration_s if push is not None else 0.0
     to_push = loop.after[:-1] if push is not None else loop.after
-
-    def round_from(starts: np.ndarray, stages: list[list[Walk]], order: np.ndarray) -> float:
-        skeleton = Skeleton()
-        ready = np.zeros(p)
-        if any(stages):
-            ends = skeleton.walk(starts[order], [stages[i] for i in order])
-            last = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else s
-                             for row, s in zip(ends, starts[order])])
-            ready[order] = last
-        else:
-            ready[:] = starts
-        after = sum(st.duration_s for st in to_push)
-        message = push.duration_s if push is not None else 0.0
-        return _push_queue(ready + after, law, message) + update_s
-
     before = [_resolved(topo, loop.before, i) for i in range(p)]
     reply = [_resolved(topo, loop.reply, i) for i in range(p)]
-    order = np.arange(p)
-    first = round_from(np.zeros(p), before, order)
-    # a later round: every learner asks for the weights at the publication (0)
-    later = round_from(np.zeros(p), [reply[i] + before[i] for i in range(p)], order)
-    return first, later, law.is_constant or _is_exponential(law)
+    tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
+        else [[] for _ in range(p)]
+    after_s = 0.0 if law.is_constant else sum(st.duration_s for st in to_push)
+
+    def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
+        ready = np.zeros(p)
+        walked = [stages[i] + tail[i] for i in order]
+        if any(walked):
+            ends = Skeleton().walk(np.zeros(p), walked)
+            ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
+                            for row in ends]
+        if law.is_constant:
+            arrive = ready
+        else:
+            arrive = _expected_order_statistics(ready + after_s, law)
+        # FIFO at the server's port, ties in the order the learners asked
+        rank = np.lexsort((np.argsort(order), arrive)) if law.is_constant else np.argsort(ready)
+        queue = np.sort(arrive)
+        done = float(np.max(queue + (p - np.arange(p)) * message)) if message else float(queue[-1])
+        return done + update_s, rank
+
+    first, order = one_round(before, np.arange(p))
+    rounds = []
+    for _ in range(6):          # the order of the pulls settles in a round or two
+        duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
+        rounds.append(duration)
+        if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
+            break
+    return first, rounds[-1], law.is_constant or _is_exponential(law)
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
@@ -512,44 +530,44 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # the steady state with queueing: one node's GPUs share its resources
     node_cycle, _, bound = _cycle(_stations(loop, topo, law, "node"), slots, law, loop.overhead_s)
     sd = law.std
-    # steps each GPU takes before the stop condition (an upper bound)
-    need = _sprint_steps_needed(run, g, law.mean + loop.overhead_s, T)
-    skeleton = _sprint_skeleton(topo, loop, law.mean, int(min(need + 8, MAX_SKELETON_STEPS)))
+    # the node's schedule with identical steps: each slot's pace, and how
+    # long the run lasts at that pace (an upper bound)
+    rough = _sprint_horizon(run, g / (law.mean + loop.overhead_s), law.mean + loop.overhead_s, T)
+    walk = int(min(rough / (law.mean + loop.overhead_s) * 1.25 + 8, MAX_SKELETON_STEPS))
+    skeleton = _sprint_skeleton(topo, loop, law.mean, walk)
     found = period_of(skeleton)
-    period = float(found[1].mean() / found[0]) if found else float(
-        (skeleton[:, -1] - skeleton[:, 0]).mean() / max(skeleton.shape[1] - 1, 1))
-    mixing = (period / (2 * sd)) ** 2 if sd > 0 else math.inf
-    transient = int(min(need, MAX_TRANSIENT_STEPS, mixing if mixing == math.inf else math.ceil(mixing)))
-    spread_steps = int(math.ceil(6 * sd * math.sqrt(max(transient, 1)) / period)) + 2 if sd > 0 else 1
-    mean = _extend(skeleton, transient + spread_steps, found)
+    paces = _paces(skeleton, found)
+    period = float(paces.mean())
+    horizon = _sprint_horizon(run, topo.nodes * float((1.0 / paces).sum()), period, T)
+    # the transient: until the phases have spread over a whole step, or the run ends
+    mixing = (period / (2 * sd)) ** 2 * period if sd > 0 else math.inf
+    transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)
+    transient = T * math.ceil(transient / T)       # whole windows on either side
+    spread = SPREAD_OF_SD * sd * math.sqrt(transient / period) if sd > 0 else 0.0
+    mean = _extend(skeleton, int(math.ceil((transient + spread) / paces.min())) + 2, found)
     k = np.arange(1, mean.shape[1] + 1)
     deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes)
-    # the transient covers the windows before its last step; a stationary
-    # tail follows (uniform phases if mixed, else the transient's own pattern)
-    split = float(mean[:, transient - 1].min()) if transient < need else math.inf
-    end_window = int(math.ceil(split / T)) - 1 if split < math.inf else int(
-        math.ceil(float(mean.max()) / T))
-    windows = windows_of(deliveries, T, end_window)
+    split = transient if transient < horizon else math.inf
+    windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
     tail = None
-    if transient < need:
+    if split < math.inf:
         tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if transient >= mixing
-                else _pattern_tail(windows, deliveries, T, split, transient, run))
-    ends = _sprint_end(run, windows, deliveries, T, split, tail)
-    w_end, gradients, updates = ends
+                else _pattern_tail(windows, deliveries, T, split))
+    w_end, gradients, updates = _sprint_end(run, windows, deliveries, T, split, tail)
     t_last = (w_end + 2) * T
     minibatch = _sprint_minibatch(windows, w_end, split, tail, gradients, updates)
-    staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, period, transient,
-                                  run, gradients)
+    staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, gradients)
     exact = sd == 0 and tail is None
+    in_phase = transient > period or tail is None
     phases = ("exact: identical fixed-time steps, their periodic schedule" if exact else
               "approximation: GPUs that start in phase and drift apart by their step noise"
-              if transient > 1 or tail is None else "")
-    uniform = (_is_exponential(law) and _ideal(sc))
+              if in_phase else "")
+    uniform = _is_exponential(law) and _ideal(sc) and not in_phase
     laws = {
         "epoch_time": (phases or "mean-value: uniform phases") + "; the update that reaches the stop",
-        "minibatch": ("exact: Poisson(G T / m), given at least one" if uniform and transient <= 1
+        "minibatch": ("exact: Poisson(G T / m), given at least one" if uniform
                       else phases or "approximation: uniform phases"),
-        "staleness": ("exact: 1 + floor(U + X/T)" if uniform and transient <= 1
+        "staleness": ("exact: 1 + floor(U + X/T)" if uniform
                       else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
     }
     if np.any(windows.per_gpu > 1.0 + 1e-9) and sd > 0 and T > period:
@@ -562,6 +580,27 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         staleness=staleness, gradients_per_update=minibatch, laws=laws)
 
 
+def _paces(skeleton: np.ndarray, found: tuple[int, np.ndarray] | None) -> np.ndarray:
+    """Each slot's mean step in the skeleton's periodic schedule."""
+    if found is not None:
+        return found[1] / found[0]
+    tail = min(8, skeleton.shape[1] - 1)
+    return (skeleton[:, -1] - skeleton[:, -1 - tail]) / tail
+
+
+def _sprint_horizon(run: Run, rate: float, period: float, T: float) -> float:
+    """A time by which the run has surely stopped: deliveries at ``rate``
+    per second, a GPU's step ``period``, the cycle ``T``."""
+    horizon = math.inf
+    if run.target_gradients < math.inf:
+        horizon = run.target_gradients / rate + 2 * period + 3 * T
+    if run.updates:
+        horizon = min(horizon, (run.updates + 4) * max(period, T) + 3 * T)
+    if run.time_s is not None:
+        horizon = min(horizon, run.time_s + T)
+    return horizon
+
+
 def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int) -> np.ndarray:
     """Delivery times (slots x steps) of one node's identical GPUs."""
     slots = topo.gpus_per_node
@@ -572,18 +611,6 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int) -> np.
            for s in range(slots)]
     ends = Skeleton().walk([0.0] * slots, [o * steps for o in one])
     return ends[:, len(one[0]) - 1::len(one[0])]
-
-
-def _sprint_steps_needed(run: Run, g: int, period: float, T: float) -> float:
-    """Steps per GPU that surely cover the run (the stop's window included)."""
-    need = math.inf
-    if run.target_gradients < math.inf:
-        need = run.target_gradients / g + 2 + 2 * T / period
-    if run.updates:
-        need = min(need, run.updates + 4 + 2 * T / period)   # at least one update per step
-    if run.time_s is not None:
-        need = min(need, run.time_s / period + 2)
-    return math.ceil(need)
 
 
 @dataclass(frozen=True)
@@ -605,12 +632,13 @@ def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
     nonempty = 1.0 - float(counts[k == 0].sum())
     positive = k >= 1
     minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive])
-    staleness = _pipelined_staleness(step.scaled(per_gpu / step.mean), T, nonempty)
+    # the windows a gradient waits through hold nothing of its own GPU's
+    others = 1.0 - (1.0 - nonempty) ** ((g - 1) / g)
+    staleness = _pipelined_staleness(step.scaled(per_gpu / step.mean), T, others)
     return _Tail(g / per_gpu, nonempty / T, minibatch, staleness)
 
 
-def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float, transient: int,
-                  run: Run) -> _Tail:
+def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float) -> _Tail:
     """Phases that never mix (fixed or nearly fixed steps): the pattern of
     the transient's second half goes on."""
     half = split / 2
@@ -621,8 +649,7 @@ def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float, trans
     per = windows.per_gpu
     minibatch = _grouped(d.copies * per.sum(axis=0), d.copies * (per - per**2).clip(0).sum(axis=0),
                          w, positive=True)
-    staleness = _staleness_mixture(windows, d, T, math.inf, transient, run,
-                                   start=transient // 2)[0]
+    staleness = _staleness_mixture(windows, d, T, half, split)[0]
     return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness)
 
 
@@ -688,9 +715,8 @@ def _sprint_minibatch(windows: Windows, w_end: float, split: float, tail: _Tail 
 
 
 def _sprint_staleness(windows: Windows, d: Deliveries, T: float, w_end: float, split: float,
-                      tail: _Tail | None, period: float, transient: int, run: Run,
-                      gradients: float) -> Pmf:
-    transient_pmf, weight = _staleness_mixture(windows, d, T, (w_end + 1) * T, transient, run)
+                      tail: _Tail | None, gradients: float) -> Pmf:
+    transient_pmf, weight = _staleness_mixture(windows, d, T, 0.0, min((w_end + 1) * T, split))
     parts = [(weight, transient_pmf)] if weight > 0 else []
     if tail is not None and gradients > weight:
         parts.append((gradients - weight, tail.staleness))
@@ -698,10 +724,10 @@ def _sprint_staleness(windows: Windows, d: Deliveries, T: float, w_end: float, s
     return _mixture([(w / total, p.values, p.probs) for w, p in parts])
 
 
-def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_end: float, transient: int,
-                       run: Run, start: int = 0) -> tuple[Pmf, float]:
-    """The staleness law of the transient's gradients (steps start..transient)
-    that are applied by ``t_end``, and how many of them there are.
+def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_from: float,
+                       t_to: float) -> tuple[Pmf, float]:
+    """The staleness law of the gradients that arrive between ``t_from`` and
+    ``t_to``, and how many of them there are.
 
     Gradient k of a GPU read the weights when its previous one arrived
     (A[k-1]) and arrives at A[k]; its staleness counts the non-empty windows
@@ -711,7 +737,8 @@ def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_end: float, 
     """
     means, variances, weights = [], [], []
     for s in range(d.slots):
-        k = np.arange(start, transient)
+        k = np.flatnonzero((d.mean[s] - SPREAD_OF_SD * d.sd <= t_to)
+                           & (d.mean[s] + SPREAD_OF_SD * d.sd > t_from))
         mu, sd = d.mean[s, k], d.sd[k]
         prev_mu = np.where(k > 0, d.mean[s, np.maximum(k - 1, 0)], 0.0)
         prev_sd = np.where(k > 0, d.sd[np.maximum(k - 1, 0)], 0.0)
@@ -740,9 +767,7 @@ def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_end: float, 
         mean = upto - before + own_prev + own_now
         spread = windows.variance_by(s, mu) - np.where(first, 0.0, windows.variance_by(s, prev_mu))
         variance = np.maximum(spread, 0.0) + np.maximum(upto2 - upto**2, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            applied = np.where(sd > 0, stats.norm.cdf((t_end - mu) / np.where(sd > 0, sd, 1.0)),
-                               (mu <= t_end).astype(float))
+        applied = _between(mu, sd, t_from, t_to)
         means.append(mean)
         variances.append(variance)
         weights.append(applied * d.copies)
@@ -751,6 +776,13 @@ def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_end: float, 
     if total <= 0:
         return Pmf.point(0), 0.0
     return _grouped(np.maximum(means, 0.0), variances, weights), total
+
+
+def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
+    """P(t_from < X <= t_to) for X ~ Normal(mu, sd^2) (a point mass where sd is 0)."""
+    safe = np.where(sd > 0, sd, 1.0)
+    spread = stats.norm.cdf((t_to - mu) / safe) - stats.norm.cdf((t_from - mu) / safe)
+    return np.where(sd > 0, spread, ((mu > t_from) & (mu <= t_to)).astype(float))
 
 
 def _gradients_per_cycle(g: int, ratio: float, cv: float,
@@ -764,8 +796,8 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     - nearly constant steps: each GPU delivers floor(ratio) or one more, the
       extra with probability frac(ratio) (its phase is uniform), so the count
       is g floor(ratio) + Binomial(g, frac(ratio));
-    - otherwise a discretised normal with the binomial variance plus the
-      renewal variance g ratio cv^2.
+    - otherwise the binomial variance plus the renewal variance
+      g (ratio - 1)+ cv^2, in a count law of those two moments (``_count_law``).
 
     Returns (probabilities, counts, description).
     """
@@ -774,13 +806,15 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
         k = np.arange(0, int(stats.poisson.isf(1e-13, mean)) + 2)
         return stats.poisson.pmf(k, mean), k, "exact: Poisson(G T / m)"
     whole, frac = math.floor(ratio), ratio - math.floor(ratio)
-    lattice_var, renewal_var = g * frac * (1 - frac), g * ratio * cv ** 2
+    # a window shorter than a step holds at most one delivery per GPU: the
+    # renewal variance only builds up over the steps beyond the first
+    lattice_var, renewal_var = g * frac * (1 - frac), g * max(0.0, ratio - 1.0) * cv ** 2
     if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
         j = np.arange(0, g + 1)
         return (stats.binom.pmf(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
-    probs, k = _discretised_normal(mean, lattice_var + renewal_var)
-    return probs, k, "approximation: normal, binomial plus renewal variance G T cv^2 / m"
+    k, probs = _count_law(mean, lattice_var + renewal_var)
+    return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"
 
 
 def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
@@ -791,7 +825,8 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     second difference of E[(y - Y)+] at j - 1, j, j + 1.
 
     A cycle in which no gradient arrived makes no version, so each of those
-    cycle ends counts only with probability ``nonempty``, except the one that
+    cycle ends counts only with probability ``nonempty`` (that another GPU
+    delivered in it), except the one that
     applies the cycle in which the learner's previous gradient arrived (it
     had at least that gradient): with J cycle ends, staleness is
     1 + Binomial(J - 1, q) for J >= 2 and Binomial(1, q) for J = 1.

@@ -51,10 +51,16 @@ class Skeleton:
             if k == len(stages[i]):
                 continue
             holds, duration = stages[i][k]
-            start = max([now, *(free_at[r] for r in holds)])
-            end = start + duration
-            for r in holds:
-                free_at[r] = end
+            if holds:
+                start = max([now, *(free_at[r] for r in holds)])
+                end = start + duration
+                for r in holds:
+                    free_at[r] = end
+                # the same arithmetic as a SimPy timeout of (end - now): fixed-
+                # time learners meet in ties, and a tie must break the same way
+                end = now + (end - now)
+            else:
+                end = now + duration
             ends[i, k] = end
             heapq.heappush(heap, (end, self._next(), i, k + 1))
         return ends

@@ -37,10 +37,10 @@ from scipy import stats
 from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law
-from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, windows_of
+from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, staleness_of, windows_of
 from .pmf import Pmf
 from .scenario import Scenario
-from .skeleton import Skeleton, Walk, period_of
+from .skeleton import Skeleton, Walk, period_of, queued_behind
 from .structure import Loop, Topology, loop_of, topology_of
 
 __all__ = ["Prediction", "predict", "OUTSIDE"]
@@ -208,6 +208,8 @@ def _grouped(means: np.ndarray, variances: np.ndarray, weights: np.ndarray,
     few hundred distinct ones (their moments rounded to 1 %)."""
     keep = weights > 0
     means, variances, weights = means[keep], variances[keep], weights[keep]
+    if not len(means):
+        return Pmf.point(0)
     key_m = np.round(means, 2) if means.max() < 10 else np.round(means, 1 - int(np.log10(means.max())))
     key_v = np.round(variances, 2)
     keys, inverse = np.unique(np.column_stack([key_m, key_v]), axis=0, return_inverse=True)
@@ -534,7 +536,7 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # long the run lasts at that pace (an upper bound)
     rough = _sprint_horizon(run, g / (law.mean + loop.overhead_s), law.mean + loop.overhead_s, T)
     walk = int(min(rough / (law.mean + loop.overhead_s) * 1.25 + 8, MAX_SKELETON_STEPS))
-    skeleton = _sprint_skeleton(topo, loop, law.mean, walk)
+    skeleton, units = _sprint_skeleton(topo, loop, law.mean, walk, sd, T)
     found = period_of(skeleton)
     paces = _paces(skeleton, found)
     period = float(paces.mean())
@@ -542,16 +544,19 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # the transient: until the phases have spread over a whole step, or the run ends
     mixing = (period / (2 * sd)) ** 2 * period if sd > 0 else math.inf
     transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)
-    transient = T * math.ceil(transient / T)       # whole windows on either side
+    # whole windows on either side, and at least the first two: gradients
+    # read before the first publication (at 2T) read version 0
+    transient = min(horizon, T * math.ceil(max(transient, 2 * T) / T))
     spread = SPREAD_OF_SD * sd * math.sqrt(transient / period) if sd > 0 else 0.0
     mean = _extend(skeleton, int(math.ceil((transient + spread) / paces.min())) + 2, found)
     k = np.arange(1, mean.shape[1] + 1)
-    deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes)
+    deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes, units)
     split = transient if transient < horizon else math.inf
     windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
     tail = None
     if split < math.inf:
-        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if transient >= mixing
+        independent = all(len(u) == 1 for u in units)
+        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if transient >= mixing and independent
                 else _pattern_tail(windows, deliveries, T, split))
     w_end, gradients, updates = _sprint_end(run, windows, deliveries, T, split, tail)
     t_last = (w_end + 2) * T
@@ -570,9 +575,6 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         "staleness": ("exact: 1 + floor(U + X/T)" if uniform
                       else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
     }
-    if np.any(windows.per_gpu > 1.0 + 1e-9) and sd > 0 and T > period:
-        laws["assumptions"] = (f"{OUTSIDE}: a GPU delivers several gradients per cycle "
-                               "while still in phase")
     return Prediction(
         scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -601,16 +603,45 @@ def _sprint_horizon(run: Run, rate: float, period: float, T: float) -> float:
     return horizon
 
 
-def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int) -> np.ndarray:
-    """Delivery times (slots x steps) of one node's identical GPUs."""
+def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_sd: float,
+                     T: float) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
+    """Delivery times (slots x steps) of one node's identical GPUs, and the
+    groups of slots that move together: in the settled second half of the
+    walk, those that follow one another at a shared resource whose use
+    lasts half a cycle or more. The one behind cannot come closer than that
+    use (it would wait), so two of them rarely deliver in one window, which
+    independent phases would often have them do; their noise moves them
+    together. Noise of an eighth of a step or more reorders them within a
+    few steps: then they are independent after all."""
     slots = topo.gpus_per_node
     steps = max(steps, 4)
     if not loop.stages:       # nothing shared: every GPU delivers every step
-        return np.tile(step * np.arange(1, steps + 1), (slots, 1))
+        return np.tile(step * np.arange(1, steps + 1), (slots, 1)), tuple((s,) for s in range(slots))
     one = [_resolved(topo, loop.before, s) + [((), step)] + _resolved(topo, loop.after, s)
            for s in range(slots)]
-    ends = Skeleton().walk([0.0] * slots, [o * steps for o in one])
-    return ends[:, len(one[0]) - 1::len(one[0])]
+    walks = [o * steps for o in one]
+    ends = Skeleton().walk([0.0] * slots, walks)
+    per_step = len(one[0])
+    settled = steps // 2 * per_step
+    pairs = queued_behind([w[settled:] for w in walks], ends[:, settled:])
+    parent = list(range(slots))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    deliveries = ends[:, per_step - 1::per_step]
+    period = float(np.mean(deliveries[:, -1] - deliveries[:, steps // 2]) / (steps - 1 - steps // 2))
+    settles = 0 < noise_sd <= period / 8
+    for (ahead, behind), uses in pairs.items():
+        if settles and np.median([use for _, use in uses]) >= T / 2:
+            parent[root(behind)] = root(ahead)
+    groups: dict[int, list[int]] = {}
+    for slot in range(slots):
+        groups.setdefault(root(slot), []).append(slot)
+    return deliveries, tuple(tuple(g) for g in groups.values())
 
 
 @dataclass(frozen=True)
@@ -639,17 +670,15 @@ def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
 
 
 def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float) -> _Tail:
-    """Phases that never mix (fixed or nearly fixed steps): the pattern of
-    the transient's second half goes on."""
+    """Phases that never mix (fixed or nearly fixed steps, or GPUs locked by
+    queueing): the pattern of the transient's second half goes on."""
     half = split / 2
     grads = float(windows.gradients_by(split) - windows.gradients_by(half))
     ups = float(windows.updates_by(split) - windows.updates_by(half))
     late = windows.first * T >= half
-    w = windows.width * windows.nonempty * late
-    per = windows.per_gpu
-    minibatch = _grouped(d.copies * per.sum(axis=0), d.copies * (per - per**2).clip(0).sum(axis=0),
-                         w, positive=True)
-    staleness = _staleness_mixture(windows, d, T, half, split)[0]
+    mean, var = windows.counts()
+    minibatch = _grouped(mean, var, windows.width * windows.nonempty * late, positive=True)
+    staleness = _grouped(*_staleness_parts(windows, d, half, split))
     return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness)
 
 
@@ -697,13 +726,10 @@ def _sprint_end(run: Run, windows: Windows, d: Deliveries, T: float, split: floa
 def _sprint_minibatch(windows: Windows, w_end: float, split: float, tail: _Tail | None,
                       gradients: float, updates: float) -> Pmf:
     """Gradients per update: the mixture over the run's windows of their
-    count laws given at least one, scaled to the run's mean."""
+    count laws, given at least one."""
     last = min((w_end + 1), math.ceil(split / windows.T) if split < math.inf else math.inf)
-    covered = np.clip(last - windows.first, 0, windows.width)
-    weight = covered * windows.nonempty
-    per = windows.per_gpu
-    mean = windows.copies * per.sum(axis=0)
-    var = windows.copies * (per - per**2).clip(0).sum(axis=0)
+    weight = np.clip(last - windows.first, 0, windows.width) * windows.nonempty
+    mean, var = windows.counts()
     laws = []
     transient_updates = float(weight.sum())
     if transient_updates > 0:
@@ -716,66 +742,19 @@ def _sprint_minibatch(windows: Windows, w_end: float, split: float, tail: _Tail 
 
 def _sprint_staleness(windows: Windows, d: Deliveries, T: float, w_end: float, split: float,
                       tail: _Tail | None, gradients: float) -> Pmf:
-    transient_pmf, weight = _staleness_mixture(windows, d, T, 0.0, min((w_end + 1) * T, split))
-    parts = [(weight, transient_pmf)] if weight > 0 else []
-    if tail is not None and gradients > weight:
-        parts.append((gradients - weight, tail.staleness))
+    means, variances, weights = _staleness_parts(windows, d, 0.0, min((w_end + 1) * T, split))
+    transient = float(weights.sum())
+    parts = [(transient, _grouped(means, variances, weights))] if transient > 0 else []
+    if tail is not None and gradients > transient:
+        parts.append((gradients - transient, tail.staleness))
     total = sum(w for w, _ in parts)
     return _mixture([(w / total, p.values, p.probs) for w, p in parts])
 
 
-def _staleness_mixture(windows: Windows, d: Deliveries, T: float, t_from: float,
-                       t_to: float) -> tuple[Pmf, float]:
-    """The staleness law of the gradients that arrive between ``t_from`` and
-    ``t_to``, and how many of them there are.
-
-    Gradient k of a GPU read the weights when its previous one arrived
-    (A[k-1]) and arrives at A[k]; its staleness counts the non-empty windows
-    from the one before A[k-1]'s up to the one before A[k]'s; A[k-1]'s
-    window is certainly non-empty, the rest with the probability that some
-    other GPU delivered there.
-    """
-    means, variances, weights = [], [], []
-    for s in range(d.slots):
-        k = np.flatnonzero((d.mean[s] - SPREAD_OF_SD * d.sd <= t_to)
-                           & (d.mean[s] + SPREAD_OF_SD * d.sd > t_from))
-        mu, sd = d.mean[s, k], d.sd[k]
-        prev_mu = np.where(k > 0, d.mean[s, np.maximum(k - 1, 0)], 0.0)
-        prev_sd = np.where(k > 0, d.sd[np.maximum(k - 1, 0)], 0.0)
-
-        def others(t: np.ndarray, slot: int = s) -> np.ndarray:
-            return windows.others_by(slot, t)
-
-        def window_end(x: np.ndarray) -> np.ndarray:
-            return T * np.ceil(x / T - 1e-12)
-
-        def q_at(x: np.ndarray, slot: int = s) -> np.ndarray:
-            cell = windows.cell_of(x)
-            return np.where(windows.inside(x), windows.nonempty_other[slot][cell], 0.0)
-
-        upto = expect(lambda x: others(window_end(x)), mu, sd)
-        upto2 = expect(lambda x: others(window_end(x)) ** 2, mu, sd)
-        first = k == 0
-        before = np.where(first, 0.0, expect(lambda x: others(window_end(x) - 2 * T), prev_mu, prev_sd))
-        # a GPU's first gradient read version 0: every earlier window counts
-        own_prev = np.where(first, 0.0, 1.0 - expect(q_at, prev_mu, prev_sd))
-        gap = mu - prev_mu
-        later = np.where(gap >= T, 1.0, expect(
-            lambda x: (np.ceil((x + gap[..., None]) / T - 1e-12) > np.ceil(x / T - 1e-12)).astype(float),
-            prev_mu, prev_sd))
-        own_now = np.where(first, -expect(q_at, mu, sd), later * (1.0 - expect(q_at, mu, sd)) - 1.0)
-        mean = upto - before + own_prev + own_now
-        spread = windows.variance_by(s, mu) - np.where(first, 0.0, windows.variance_by(s, prev_mu))
-        variance = np.maximum(spread, 0.0) + np.maximum(upto2 - upto**2, 0.0)
-        applied = _between(mu, sd, t_from, t_to)
-        means.append(mean)
-        variances.append(variance)
-        weights.append(applied * d.copies)
-    means, variances, weights = map(np.concatenate, (means, variances, weights))
-    total = float(weights.sum())
-    if total <= 0:
-        return Pmf.point(0), 0.0
-    return _grouped(np.maximum(means, 0.0), variances, weights), total
+def _staleness_parts(windows: Windows, d: Deliveries, t_from: float,
+                     t_to: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    means, variances, weights = staleness_of(windows, d, t_from, t_to)
+    return np.maximum(means, 0.0), variances, weights
 
 
 def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
@@ -826,10 +805,12 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
 
     A cycle in which no gradient arrived makes no version, so each of those
     cycle ends counts only with probability ``nonempty`` (that another GPU
-    delivered in it), except the one that
-    applies the cycle in which the learner's previous gradient arrived (it
-    had at least that gradient): with J cycle ends, staleness is
-    1 + Binomial(J - 1, q) for J >= 2 and Binomial(1, q) for J = 1.
+    delivered in it). Of J cycle ends, the one that applies the window of
+    the GPU's previous gradient counts for sure (J >= 2); the one before it
+    also holds an earlier gradient of the GPU's own where its steps are short
+    against the cycle (probability ``own``, below); the J - 2 between are
+    the others' alone: staleness is 1 + Bernoulli(q') + Binomial(J - 2, q)
+    for J >= 2 and Bernoulli(q') for J = 1, q' = 1 - (1 - q)(1 - own).
     """
     last = math.ceil(step.ppf(1 - 1e-13) / cycle) + 2
     pe = step.partial_expectation(np.arange(-1, last + 2) * cycle) / cycle
@@ -837,12 +818,19 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     ends = Pmf.from_probs(1, np.array(probs))
     if nonempty >= 1.0 - 1e-12:
         return ends
+    # the GPU delivered in the window before its previous gradient's: the
+    # step back from that gradient lands in the window (u, u + T] behind it
+    # (u uniform), or two steps do around a short one
+    below = step.partial_expectation(np.array([0.0, cycle, 2 * cycle])) / cycle
+    miss = 1.0 - (below[2] - below[1]) + below[1] * (1.0 - step.cdf(cycle))
+    own = float(np.clip(1.0 - miss, 0.0, 1.0))
+    before = 1.0 - (1.0 - nonempty) * (1.0 - own)
     thinned = np.zeros(int(ends.values[-1]) + 1)
     for count, p in zip(ends.values.tolist(), ends.probs.tolist()):
         certain = 1 if count >= 2 else 0
-        trials = count - certain
-        thinned[certain:certain + trials + 1] += p * stats.binom.pmf(np.arange(trials + 1),
-                                                                     trials, nonempty)
+        middle = np.ones(1) if count < 2 else stats.binom.pmf(np.arange(count - 1), count - 2, nonempty)
+        law = np.convolve(middle, [1.0 - before, before])
+        thinned[certain:certain + len(law)] += p * law
     return Pmf.from_probs(0, thinned)
 
 

@@ -278,12 +278,20 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
     arrival = n * per_gradient + cycle * (1.0 - c2) / 2.0 * (1.0 if m > 1 or _ideal(sc) else 0.0)
     if _ideal(sc) and m == 1:
         arrival = n * law.mean
+    epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
+                 else "mean-value: the n-th gradient of M renewal processes started together")
+    if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
+        # nearly identical steps: the learners keep the skeleton's schedule,
+        # each apply moved by the random walk of its learner's step noise
+        applies = _async_skeleton(topo, loop, law.mean, costs.server_update_s, run, m)
+        steps = int(min(MAX_TRANSIENT_STEPS, n / m + 8))
+        times = _extend(applies, steps, period_of(applies))
+        arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
+        epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
     t_last = arrival
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
     gradients = min(n, t_last / per_gradient)
-    epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
-                 else "mean-value: the n-th gradient of M renewal processes started together")
     # staleness: a learner's gradients together saw every update of the
     # others from the start to its last apply. In steady state that is M - 1
     # per gradient for any law; the others started with it (renewal lag
@@ -312,6 +320,22 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         epoch_time_s=run.epoch_time(t_last, gradients),
         throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
         staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
+
+
+def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:
+    """When the expected count of events reaches n - 1/2: event k of each row
+    of ``times`` at times[:, k] plus Normal(0, sd[k]^2)."""
+    flat = np.sort(times.ravel())
+    if n >= len(flat):
+        return float(flat[-1])
+    spread = SPREAD_OF_SD * float(sd.max())
+    grid = np.linspace(flat[max(0, int(n) - 1)] - spread, flat[int(n)] + spread, 2049)
+    sd = np.broadcast_to(sd, times.shape)
+    below = times + SPREAD_OF_SD * sd < grid[0]
+    near = ~below & (times - SPREAD_OF_SD * sd <= grid[-1])
+    z = (grid[None, :] - times[near][:, None]) / np.maximum(sd[near], 1e-300)[:, None]
+    count = below.sum() + stats.norm.cdf(z).sum(axis=0)
+    return float(np.interp(n - 0.5, count, grid))
 
 
 def _async_skeleton(topo: Topology, loop: Loop, step: float, update_s: float, run: Run,
@@ -635,7 +659,7 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
     deliveries = ends[:, per_step - 1::per_step]
     period = float(np.mean(deliveries[:, -1] - deliveries[:, steps // 2]) / (steps - 1 - steps // 2))
     settles = 0 < noise_sd <= period / 8
-    for (ahead, behind), uses in pairs.items():
+    for (_, ahead, behind), uses in pairs.items():
         if settles and np.median([use for _, use in uses]) >= T / 2:
             parent[root(behind)] = root(ahead)
     groups: dict[int, list[int]] = {}

@@ -93,22 +93,21 @@ def period_of(times: np.ndarray, longest: int = 8, rtol: float = 1e-9) -> tuple[
 
 
 def queued_behind(stages: Sequence[Sequence[Walk]],
-                  ends: np.ndarray) -> dict[tuple[int, int], list[tuple[float, float]]]:
-    """Who follows whom at a shared resource: {(ahead, behind): (idle gap,
-    ``behind``'s use)} over every resource instance, for consecutive uses by
-    two learners (gap 0 where ``behind`` waited for ``ahead``). Learners
-    packed back to back cannot pass each other, nor can two come closer than
-    a use: a drift makes one wait for the other."""
+                  ends: np.ndarray) -> dict[tuple[str, int, int], list[tuple[float, float]]]:
+    """Who follows whom at a shared resource: {(resource, ahead, behind):
+    [(idle gap, ``behind``'s use)]} for consecutive uses by two learners
+    (gap 0 where ``behind`` waited for ``ahead``). Two learners cannot come
+    closer than a use: a drift makes one wait for the other."""
     served: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
     for i, walk in enumerate(stages):
         for k, (holds, duration) in enumerate(walk):
             end = float(ends[i, k])
             if holds:
                 served[holds[0]].append((end - duration, end, i))
-    pairs: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
-    for uses in served.values():
+    pairs: dict[tuple[str, int, int], list[tuple[float, float]]] = defaultdict(list)
+    for resource, uses in served.items():
         uses.sort()
         for (_, end_a, a), (start_b, end_b, b) in zip(uses, uses[1:]):
             if a != b:
-                pairs[(a, b)].append((max(0.0, start_b - end_a), end_b - start_b))
+                pairs[(resource, a, b)].append((max(0.0, start_b - end_a), end_b - start_b))
     return pairs

@@ -37,7 +37,7 @@ from scipy import stats
 from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law
-from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, staleness_of, windows_of
+from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf
 from .scenario import Scenario
 from .skeleton import Skeleton, Walk, period_of, queued_behind
@@ -565,29 +565,39 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     paces = _paces(skeleton, found)
     period = float(paces.mean())
     horizon = _sprint_horizon(run, topo.nodes * float((1.0 / paces).sum()), period, T)
-    # the transient: until the phases have spread over a whole step, or the run ends
+    # the transient: until the phases have spread over a whole step, or the
+    # run ends; where they spread within one step (exponential steps, say)
+    # the phases are as good as uniform from the start
     mixing = (period / (2 * sd)) ** 2 * period if sd > 0 else math.inf
-    transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)
-    # whole windows on either side, and at least the first two: gradients
-    # read before the first publication (at 2T) read version 0
-    transient = min(horizon, T * math.ceil(max(transient, 2 * T) / T))
-    spread = SPREAD_OF_SD * sd * math.sqrt(transient / period) if sd > 0 else 0.0
-    mean = _extend(skeleton, int(math.ceil((transient + spread) / paces.min())) + 2, found)
-    k = np.arange(1, mean.shape[1] + 1)
-    deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes, units)
+    transient = 0.0
+    if mixing >= period:
+        transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)
+        # whole windows on either side, and at least the first two: gradients
+        # read before the first publication (at 2T) read version 0
+        transient = min(horizon, T * math.ceil(max(transient, 2 * T) / T))
     split = transient if transient < horizon else math.inf
-    windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
+    windows = deliveries = None
+    if transient > 0:
+        spread = SPREAD_OF_SD * sd * math.sqrt(transient / period) if sd > 0 else 0.0
+        mean = _extend(skeleton, int(math.ceil((transient + spread) / paces.min())) + 2, found)
+        k = np.arange(1, mean.shape[1] + 1)
+        deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes, units)
+        windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
     tail = None
     if split < math.inf:
         independent = all(len(u) == 1 for u in units)
-        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if transient >= mixing and independent
+        mixed = windows is None or (transient >= mixing and independent)
+        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if mixed
                 else _pattern_tail(windows, deliveries, T, split))
-    w_end, gradients, updates = _sprint_end(run, windows, deliveries, T, split, tail)
+    expected = min(run.target_gradients, horizon * g / period)
+    w_end, gradients, updates = _sprint_end(run, windows, T, split, tail,
+                                            math.sqrt(max(expected, 1.0)) * sd / g)
     t_last = (w_end + 2) * T
     minibatch = _sprint_minibatch(windows, w_end, split, tail, gradients, updates)
-    staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, gradients)
+    staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, gradients,
+                                  early=g * (1.0 + T / period))
     exact = sd == 0 and tail is None
-    in_phase = transient > period or tail is None
+    in_phase = transient > 0
     phases = ("exact: identical fixed-time steps, their periodic schedule" if exact else
               "approximation: GPUs that start in phase and drift apart by their step noise"
               if in_phase else "")
@@ -676,6 +686,7 @@ class _Tail:
     updates_per_s: float
     minibatch: Pmf           # gradients per update
     staleness: Pmf
+    early_staleness: Pmf     # of a gradient that read the weights before T
 
 
 def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
@@ -689,8 +700,9 @@ def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
     minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive])
     # the windows a gradient waits through hold nothing of its own GPU's
     others = 1.0 - (1.0 - nonempty) ** ((g - 1) / g)
-    staleness = _pipelined_staleness(step.scaled(per_gpu / step.mean), T, others)
-    return _Tail(g / per_gpu, nonempty / T, minibatch, staleness)
+    cycle = step.scaled(per_gpu / step.mean)
+    return _Tail(g / per_gpu, nonempty / T, minibatch, _pipelined_staleness(cycle, T, others),
+                 _pipelined_staleness(cycle, T, others, before_exists=False))
 
 
 def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float) -> _Tail:
@@ -703,74 +715,102 @@ def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float) -> _T
     mean, var = windows.counts()
     minibatch = _grouped(mean, var, windows.width * windows.nonempty * late, positive=True)
     staleness = _grouped(*_staleness_parts(windows, d, half, split))
-    return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness)
+    return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness, staleness)
 
 
-def _sprint_end(run: Run, windows: Windows, d: Deliveries, T: float, split: float,
-                tail: _Tail | None) -> tuple[float, float, float]:
-    """(the last window, gradients and updates by its end) of the run."""
-    exact = bool(np.all(d.sd == 0))
-    slack = 0.0 if exact else 0.5
-    at_split = (float(windows.gradients_by(split)), float(windows.updates_by(split))) \
-        if split < math.inf else (math.inf, math.inf)
+def _sprint_end(run: Run, windows: Windows | None, T: float, split: float,
+                tail: _Tail | None, sd_n: float) -> tuple[float, float, float]:
+    """(the last window, gradients and updates by its end) of the run, in
+    expectation: the window whose end first holds the stop condition's
+    count, averaged over the spread ``sd_n`` of the time it is reached."""
+    exact = sd_n == 0
 
-    def window_where(cumulative, target: float, rate: float) -> float:
-        """The first window whose end has ``target`` (in expectation)."""
-        if target <= cumulative(split) if split < math.inf else True:
-            w_lo = int(windows.first[0])
-            w_hi = int(windows.first[-1] + windows.width[-1]) if split == math.inf else int(
-                math.ceil(split / T))
-            ends = (np.arange(w_lo, w_hi + 1) + 1) * T
-            got = cumulative(ends)
-            i = int(np.searchsorted(got, target - slack - 1e-9))
-            if i < len(got):
-                return float(w_lo + i)
-            return float(w_hi)
-        # in the tail: linear from the split
-        t = split + (target - cumulative(split)) / rate
-        return float(math.ceil(t / T) - 1)
+    def cumulative(name: str, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        inside = np.minimum(t, split)
+        out = getattr(windows, name)(inside) if windows is not None else np.zeros_like(t)
+        if tail is not None:
+            rate = tail.gradients_per_s if name == "gradients_by" else tail.updates_per_s
+            out = out + np.maximum(t - split, 0.0) * rate
+        return out
 
-    candidates = []
+    def time_of(name: str, target: float) -> float:
+        """When the expected count reaches ``target`` (less half a count
+        where the count is random): a time inside the stop's window."""
+        goal = target - (0.0 if exact else 0.5)
+        ends = [split] if split < math.inf else []
+        if windows is not None:
+            ends.append((windows.first[-1] + windows.width[-1]) * T)
+        top = max(ends) if ends else 0.0
+        if float(cumulative(name, top)) >= goal - 1e-9 or tail is None:
+            grid = np.union1d(np.column_stack([windows.first, windows.first + windows.width]).ravel()
+                              * T, [0.0]) if windows is not None else np.array([0.0, top])
+            grid = grid[grid <= top + 1e-12]
+            got = cumulative(name, grid)
+            i = int(np.searchsorted(got, goal - 1e-9))
+            if i >= len(grid):
+                return float(grid[-1])
+            if i == 0 or got[i] == got[i - 1]:
+                return float(grid[i])
+            return float(np.interp(goal, got[i - 1:i + 1], grid[i - 1:i + 1]))
+        rate = tail.gradients_per_s if name == "gradients_by" else tail.updates_per_s
+        return top + (goal - float(cumulative(name, top))) / rate
+
+    times = []
     if run.target_gradients < math.inf:
-        rate = tail.gradients_per_s if tail else math.inf
-        candidates.append(window_where(windows.gradients_by, run.target_gradients, rate))
+        times.append(time_of("gradients_by", run.target_gradients))
     if run.updates:
-        rate = tail.updates_per_s if tail else math.inf
-        candidates.append(window_where(windows.updates_by, run.updates, rate))
+        times.append(time_of("updates_by", run.updates))
+    stop = min(times) if times else math.inf
+    if exact:
+        w_end = float(np.ceil(stop / T - 1e-12) - 1) if stop < math.inf else math.inf
+    else:
+        w_end = float(expect(lambda x: np.ceil(x / T) - 1, np.array([stop]), np.array([sd_n]))[0])
     if run.time_s is not None:
-        candidates.append(math.floor(run.time_s / T) - 2)
-    w_end = min(candidates)
+        w_end = min(w_end, math.floor(run.time_s / T) - 2)
     t = (w_end + 1) * T
-    if tail is None or t <= split:
-        return w_end, float(windows.gradients_by(t)), float(windows.updates_by(t))
-    return (w_end, at_split[0] + (t - split) * tail.gradients_per_s,
-            at_split[1] + (t - split) * tail.updates_per_s)
+    return w_end, float(cumulative("gradients_by", t)), float(cumulative("updates_by", t))
 
 
 def _sprint_minibatch(windows: Windows, w_end: float, split: float, tail: _Tail | None,
                       gradients: float, updates: float) -> Pmf:
     """Gradients per update: the mixture over the run's windows of their
     count laws, given at least one."""
-    last = min((w_end + 1), math.ceil(split / windows.T) if split < math.inf else math.inf)
-    weight = np.clip(last - windows.first, 0, windows.width) * windows.nonempty
-    mean, var = windows.counts()
     laws = []
-    transient_updates = float(weight.sum())
-    if transient_updates > 0:
-        laws.append((transient_updates, _grouped(mean, var, weight, positive=True)))
+    transient_updates = 0.0
+    if windows is not None:
+        last = min((w_end + 1), math.ceil(split / windows.T) if split < math.inf else math.inf)
+        weight = np.clip(last - windows.first, 0, windows.width) * windows.nonempty
+        mean, var = windows.counts()
+        transient_updates = float(weight.sum())
+        if transient_updates > 0:
+            laws.append((transient_updates, _grouped(mean, var, weight, positive=True)))
     if tail is not None and updates > transient_updates:
         laws.append((updates - transient_updates, tail.minibatch))
     total = sum(w for w, _ in laws)
     return _mixture([(w / total, law.values, law.probs) for w, law in laws])
 
 
-def _sprint_staleness(windows: Windows, d: Deliveries, T: float, w_end: float, split: float,
-                      tail: _Tail | None, gradients: float) -> Pmf:
-    means, variances, weights = _staleness_parts(windows, d, 0.0, min((w_end + 1) * T, split))
-    transient = float(weights.sum())
-    parts = [(transient, _grouped(means, variances, weights))] if transient > 0 else []
+def _sprint_staleness(windows: Windows | None, d: Deliveries | None, T: float, w_end: float,
+                      split: float, tail: _Tail | None, gradients: float, early: float) -> Pmf:
+    """The mixture of the transient's staleness laws and the tail's; a tail
+    from time 0 has ``early`` gradients (those that read the weights in the
+    first window, before any could be published) without the window before."""
+    parts = []
+    transient = 0.0
+    if windows is not None:
+        means, variances, weights = _staleness_parts(windows, d, 0.0, min((w_end + 1) * T, split))
+        transient = float(weights.sum())
+        if transient > 0:
+            parts.append((transient, _grouped(means, variances, weights)))
     if tail is not None and gradients > transient:
-        parts.append((gradients - transient, tail.staleness))
+        rest = gradients - transient
+        if windows is None:
+            first = min(rest, early)
+            parts.append((first, tail.early_staleness))
+            rest -= first
+        if rest > 0:
+            parts.append((rest, tail.staleness))
     total = sum(w for w, _ in parts)
     return _mixture([(w / total, p.values, p.probs) for w, p in parts])
 
@@ -820,7 +860,8 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"
 
 
-def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
+def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
+                         before_exists: bool = True) -> Pmf:
     """Staleness = 1 + floor(U + X/T), U uniform: the pipelined SPRINT cycle.
 
     That many cycle ends fall between reading the weights and the update that
@@ -834,13 +875,15 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     also holds an earlier gradient of the GPU's own where its steps are short
     against the cycle (probability ``own``, below); the J - 2 between are
     the others' alone: staleness is 1 + Bernoulli(q') + Binomial(J - 2, q)
-    for J >= 2 and Bernoulli(q') for J = 1, q' = 1 - (1 - q)(1 - own).
+    for J >= 2 and Bernoulli(q') for J = 1, q' = 1 - (1 - q)(1 - own). A
+    gradient that read the weights in the first window has no window before
+    (``before_exists`` False: q' = 0).
     """
     last = math.ceil(step.ppf(1 - 1e-13) / cycle) + 2
     pe = step.partial_expectation(np.arange(-1, last + 2) * cycle) / cycle
     probs = np.maximum(pe[2:] - 2 * pe[1:-1] + pe[:-2], 0.0)     # j = 0 .. last
     ends = Pmf.from_probs(1, np.array(probs))
-    if nonempty >= 1.0 - 1e-12:
+    if nonempty >= 1.0 - 1e-12 and before_exists:
         return ends
     # the GPU delivered in the window before its previous gradient's: the
     # step back from that gradient lands in the window (u, u + T] behind it
@@ -850,6 +893,8 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0) -> Pmf:
     own = float(np.clip(1.0 - miss, 0.0, 1.0))
     before = 1.0 - (1.0 - nonempty) * (1.0 - own)
     thinned = np.zeros(int(ends.values[-1]) + 1)
+    if not before_exists:     # the weights were read in the first window
+        before = 0.0
     for count, p in zip(ends.values.tolist(), ends.probs.tolist()):
         certain = 1 if count >= 2 else 0
         middle = np.ones(1) if count < 2 else stats.binom.pmf(np.arange(count - 1), count - 2, nonempty)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-__all__ = ["SPREAD", "Deliveries", "Windows", "windows_of", "staleness_of"]
+__all__ = ["SPREAD", "Deliveries", "Windows", "windows_of", "staleness_of", "expect"]
 
 #: standard deviations of a delivery's spread that count as its support
 SPREAD = 6.0
@@ -355,3 +355,9 @@ def _staleness_chunk(windows: Windows, u: int, a: np.ndarray, sd: np.ndarray, ow
 def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
     """P(t_from < X <= t_to) for X ~ Normal(mu, sd^2) (a point mass where sd is 0)."""
     return _cdf(t_to - mu, sd) - _cdf(t_from - mu, sd)
+
+
+def expect(f, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """E[f(X)] for X ~ Normal(mean, sd^2), element-wise (Gauss-Hermite)."""
+    x = np.asarray(mean)[..., None] + np.asarray(sd)[..., None] * _GH_X
+    return (f(x) * _GH_W).sum(axis=-1)

@@ -40,7 +40,7 @@ from .distributions import Law
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf
 from .scenario import Scenario
-from .skeleton import Skeleton, Walk, period_of, queued_behind
+from .skeleton import Skeleton, Walk, busiest, period_of, queued_behind
 from .structure import Loop, Topology, loop_of, topology_of
 
 __all__ = ["Prediction", "predict", "OUTSIDE"]
@@ -250,6 +250,25 @@ def _renewal_lag(law: Law) -> float:
     return law.mean * (1.0 - law.cv ** 2) / 2.0
 
 
+#: a shared resource this busy under steps this random: outside the assumptions
+CONTENTION_UTILISATION, CONTENTION_CV = 0.7, 0.3
+
+
+def _random_contention(util: dict[str, float], law: Law, overhead_s: float) -> str | None:
+    """Learners with random steps that crowd a shared resource queue for it
+    in turns that mean-value analysis (which assumes them independent) only
+    approximates: say so where it is the busiest thing in the cluster."""
+    if not util:
+        return None
+    busiest = max(util, key=util.get)
+    cv = law.std / (law.mean + overhead_s)
+    # a saturated resource sets the pace itself, and its bound is exact
+    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and cv >= CONTENTION_CV:
+        return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy under random steps "
+                f"(cv {cv:.2f}); their queueing in turns is approximated by mean-value analysis")
+    return None
+
+
 # -- async: every gradient its own update -----------------------------------
 
 def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
@@ -315,6 +334,9 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness_law = ("approximation: mean M - 1 less the run's start and stop, "
                          "variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
+    outside = _random_contention(util, law, loop.overhead_s + costs.server_update_s)
+    if outside is not None:
+        laws["assumptions"] = outside
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -554,13 +576,14 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     g, slots, T = topo.learners, topo.gpus_per_node, costs.cycle_s
     # the steady state with queueing: one node's GPUs share its resources
-    node_cycle, _, bound = _cycle(_stations(loop, topo, law, "node"), slots, law, loop.overhead_s)
+    node_cycle, util, bound = _cycle(_stations(loop, topo, law, "node"), slots, law, loop.overhead_s)
     sd = law.std
     # the node's schedule with identical steps: each slot's pace, and how
     # long the run lasts at that pace (an upper bound)
     rough = _sprint_horizon(run, g / (law.mean + loop.overhead_s), law.mean + loop.overhead_s, T)
     walk = int(min(rough / (law.mean + loop.overhead_s) * 1.25 + 8, MAX_SKELETON_STEPS))
-    skeleton, units = _sprint_skeleton(topo, loop, law.mean, walk, sd, T)
+    node = _sprint_skeleton(topo, loop, law.mean, walk, sd, T)
+    skeleton, units = node.deliveries, node.units
     found = period_of(skeleton)
     paces = _paces(skeleton, found)
     period = float(paces.mean())
@@ -568,7 +591,7 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # the transient: until the phases have spread over a whole step, or the
     # run ends; where they spread within one step (exponential steps, say)
     # the phases are as good as uniform from the start
-    mixing = (period / (2 * sd)) ** 2 * period if sd > 0 else math.inf
+    mixing = (period / (2 * sd)) ** 2 * period if sd > 0 and node.paced_by is None else math.inf
     transient = 0.0
     if mixing >= period:
         transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)
@@ -578,10 +601,13 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     split = transient if transient < horizon else math.inf
     windows = deliveries = None
     if transient > 0:
-        spread = SPREAD_OF_SD * sd * math.sqrt(transient / period) if sd > 0 else 0.0
+        spread = SPREAD_OF_SD * sd * (1.0 if node.paced_by else math.sqrt(transient / period))
         mean = _extend(skeleton, int(math.ceil((transient + spread) / paces.min())) + 2, found)
         k = np.arange(1, mean.shape[1] + 1)
-        deliveries = Deliveries(mean, sd * np.sqrt(k), topo.nodes, units)
+        # step noise walks a delivery away from the schedule, unless a
+        # saturated resource paces every step
+        spreads = np.full(len(k), sd) if node.paced_by else sd * np.sqrt(k)
+        deliveries = Deliveries(mean, spreads, topo.nodes, units)
         windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
     tail = None
     if split < math.inf:
@@ -609,6 +635,13 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         "staleness": ("exact: 1 + floor(U + X/T)" if uniform
                       else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
     }
+    outside = _random_contention(util, law, loop.overhead_s)
+    if outside is None and isinstance(tail, _Tail) and not tail.stationary and sd > 0:
+        outside = (f"{OUTSIDE}: GPUs that share a resource for half a cycle or more keep their "
+                   "turns; past the first {:.0f} steps their spacing is taken as the "
+                   "skeleton's".format(transient / period))
+    if outside is not None:
+        laws["assumptions"] = outside
     return Prediction(
         scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -637,20 +670,36 @@ def _sprint_horizon(run: Run, rate: float, period: float, T: float) -> float:
     return horizon
 
 
+@dataclass(frozen=True)
+class _NodeSchedule:
+    """One node's GPUs with identical steps: when each delivers, which move
+    together, and whether a saturated resource sets their pace."""
+
+    deliveries: np.ndarray                  # slots x steps
+    units: tuple[tuple[int, ...], ...]
+    paced_by: str | None                    # the saturated resource, if any
+
+
 def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_sd: float,
-                     T: float) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
-    """Delivery times (slots x steps) of one node's identical GPUs, and the
-    groups of slots that move together: in the settled second half of the
-    walk, those that follow one another at a shared resource whose use
-    lasts half a cycle or more. The one behind cannot come closer than that
-    use (it would wait), so two of them rarely deliver in one window, which
-    independent phases would often have them do; their noise moves them
-    together. Noise of an eighth of a step or more reorders them within a
-    few steps: then they are independent after all."""
+                     T: float) -> _NodeSchedule:
+    """The node's periodic schedule, walked in the skeleton.
+
+    Slots move together where, in the settled second half of the walk, they
+    follow one another at a shared resource whose use lasts half a cycle or
+    more: the one behind cannot come closer than that use (it would wait),
+    so two of them rarely deliver in one window, which independent phases
+    would often have them do. Noise of an eighth of a step or more reorders
+    them within a few steps: then they are independent after all.
+
+    A resource busy all the time (99 % of the settled walk) paces the loop:
+    each GPU waits for it every step, which absorbs its step noise, so the
+    deliveries keep the schedule and vary by one step's noise only.
+    """
     slots = topo.gpus_per_node
     steps = max(steps, 4)
     if not loop.stages:       # nothing shared: every GPU delivers every step
-        return np.tile(step * np.arange(1, steps + 1), (slots, 1)), tuple((s,) for s in range(slots))
+        return _NodeSchedule(np.tile(step * np.arange(1, steps + 1), (slots, 1)),
+                             tuple((s,) for s in range(slots)), None)
     one = [_resolved(topo, loop.before, s) + [((), step)] + _resolved(topo, loop.after, s)
            for s in range(slots)]
     walks = [o * steps for o in one]
@@ -658,6 +707,10 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
     per_step = len(one[0])
     settled = steps // 2 * per_step
     pairs = queued_behind([w[settled:] for w in walks], ends[:, settled:])
+    resource, busy = busiest([w[settled:] for w in walks], ends[:, settled:])
+    deliveries = ends[:, per_step - 1::per_step]
+    if busy >= 0.99 and noise_sd > 0:
+        return _NodeSchedule(deliveries, tuple((s,) for s in range(slots)), resource.split("[")[0])
     parent = list(range(slots))
 
     def root(x: int) -> int:
@@ -666,7 +719,6 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
             x = parent[x]
         return x
 
-    deliveries = ends[:, per_step - 1::per_step]
     period = float(np.mean(deliveries[:, -1] - deliveries[:, steps // 2]) / (steps - 1 - steps // 2))
     settles = 0 < noise_sd <= period / 8
     for (_, ahead, behind), uses in pairs.items():
@@ -675,7 +727,7 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
     groups: dict[int, list[int]] = {}
     for slot in range(slots):
         groups.setdefault(root(slot), []).append(slot)
-    return deliveries, tuple(tuple(g) for g in groups.values())
+    return _NodeSchedule(deliveries, tuple(tuple(g) for g in groups.values()), None)
 
 
 @dataclass(frozen=True)
@@ -687,6 +739,7 @@ class _Tail:
     minibatch: Pmf           # gradients per update
     staleness: Pmf
     early_staleness: Pmf     # of a gradient that read the weights before T
+    stationary: bool = True  # independent uniform phases (else the transient's pattern)
 
 
 def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
@@ -715,7 +768,8 @@ def _pattern_tail(windows: Windows, d: Deliveries, T: float, split: float) -> _T
     mean, var = windows.counts()
     minibatch = _grouped(mean, var, windows.width * windows.nonempty * late, positive=True)
     staleness = _grouped(*_staleness_parts(windows, d, half, split))
-    return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness, staleness)
+    return _Tail(grads / (split - half), ups / (split - half), minibatch, staleness, staleness,
+                 stationary=False)
 
 
 def _sprint_end(run: Run, windows: Windows | None, T: float, split: float,

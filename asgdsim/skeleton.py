@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["Skeleton", "Walk", "period_of", "queued_behind"]
+__all__ = ["Skeleton", "Walk", "period_of", "queued_behind", "busiest"]
 
 #: a resolved stage: the resource instances it holds (none: the learner's own
 #: GPU) and its fixed duration
@@ -111,3 +111,17 @@ def queued_behind(stages: Sequence[Sequence[Walk]],
             if a != b:
                 pairs[(resource, a, b)].append((max(0.0, start_b - end_a), end_b - start_b))
     return pairs
+
+
+def busiest(stages: Sequence[Sequence[Walk]], ends: np.ndarray) -> tuple[str, float]:
+    """The resource instance busy the largest share of the walk, and that share."""
+    busy: dict[str, float] = defaultdict(float)
+    for i, walk in enumerate(stages):
+        for k, (holds, duration) in enumerate(walk):
+            if holds:
+                busy[holds[0]] += duration
+    if not busy:
+        return "", 0.0
+    span = float(np.nanmax(ends) - np.nanmin(ends[:, 0]))
+    name = max(busy, key=busy.get)
+    return name, busy[name] / span if span > 0 else 0.0

@@ -328,11 +328,9 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness_law = ("exact: geometric, ideal communication and exponential compute "
                          "(mean M - 1 in steady state; a run's start and stop take M (M - 1) / n)")
     else:
-        cv2 = law.var / cycle**2 if bound == "gpu" else 0.0
-        values, probs = _count_law(mean, others * cv2 + others**2 * cv2)
-        staleness = Pmf.from_probs(int(values[0]), probs)
-        staleness_law = ("approximation: mean M - 1 less the run's start and stop, "
-                         "variance of a renewal count")
+        staleness = _async_staleness(m, gradients, mean, c2)
+        staleness_law = ("approximation: the first round's ranks, then M - 1 less the "
+                         "run's stop, with the variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
     outside = _random_contention(util, law, loop.overhead_s + costs.server_update_s)
     if outside is not None:
@@ -342,6 +340,26 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         epoch_time_s=run.epoch_time(t_last, gradients),
         throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
         staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
+
+
+def _async_staleness(m: int, n: float, mean: float, c2: float) -> Pmf:
+    """The staleness law of an async run of n gradients with mean ``mean``:
+    each learner's first gradient has seen the others' first round only (its
+    rank among them where the steps barely vary: uniform on 0..M-1, with the
+    mean (M - 1)(1 + c^2)/2 in general), the rest a renewal count around the
+    mean that makes up the run's."""
+    others = m - 1
+    first_mean = min(others, others * (1.0 + c2) / 2.0)
+    weight = min(1.0, m / max(n, 1.0))
+    if c2 <= 1e-6:
+        first = (np.arange(m), np.full(m, 1.0 / m))
+    else:
+        first = _count_law(first_mean, others * c2 + others**2 * c2 / 4)
+    laws = [(weight, *first)]
+    if weight < 1.0:
+        rest = (mean - weight * first_mean) / (1.0 - weight)
+        laws.append((1.0 - weight, *_count_law(max(rest, 0.0), others * c2 + others**2 * c2)))
+    return _mixture(laws)
 
 
 def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:

@@ -63,6 +63,11 @@ def _row(label: str, simulated: float, analytic: float, fmt: str, err: float | N
     return f"  {label:<24}{simulated:>14{fmt}}{analytic:>14{fmt}}{err_text}"
 
 
+def _caveat(pred: Prediction) -> list[str]:
+    """The line that warns the closed form does not describe this scenario."""
+    return [] if pred.outside_assumptions is None else [f"  {pred.outside_assumptions}"]
+
+
 def headline(result: Result) -> str:
     """The short table ``run`` prints: simulated against closed form."""
     s, a, g = result.summary, result.summary["analytic"], result.summary["agreement"]
@@ -70,6 +75,7 @@ def headline(result: Result) -> str:
         f"{s['scenario']}: {s['algorithm']}, {s['learners']} learners, seed {s['seed']}: "
         f"{s['gradients']} gradients, {s['updates']} updates, "
         f"{s['simulated_time_s']:.1f} s simulated in {s['wall_time_s']:.2f} s",
+        *_caveat(result.prediction),
         f"  {'':<24}{'simulated':>14}{'closed form':>14}{'rel. err':>11}",
         _row("epoch time (s)", s["epoch_time_s"], a["epoch_time_s"], ".2f", g["epoch_time_rel_err"]),
         _row("throughput (samples/s)", s["throughput_samples_per_s"],
@@ -91,6 +97,7 @@ def _prediction_text(pred: Prediction) -> str:
     return "\n".join([
         f"{pred.scenario.name}: {pred.scenario.algorithm.kind}, "
         f"{pred.scenario.cluster.learners} learners (closed form)",
+        *_caveat(pred),
         f"  epoch time           {s['epoch_time_s']:.2f} s   ({s['laws']['epoch_time']})",
         f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s, bound by {s['bound']}",
         f"  learner step         {s['t_gpu_s']:.4f} s; between updates {s['t_update_s']:.4f} s",
@@ -125,6 +132,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     table = comparison(result)
     print(f"{result.scenario.name}: simulated against the closed form "
           f"({result.summary['gradients']} gradients, {result.summary['updates']} updates)")
+    for line in _caveat(result.prediction):
+        print(line)
     for row in table.itertuples(index=False):
         err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"
         right = "" if pd.isna(row.closed_form) else f"{row.closed_form:>14.4g}"
@@ -132,6 +141,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"wrote {out}/ (comparison.csv, figures/)")
     if args.check is not None:
         worse = {k: v for k, v in result.summary["agreement"].items() if v > args.check}
+        if result.prediction.outside_assumptions is not None:
+            print(f"--check fails: {result.prediction.outside_assumptions}", file=sys.stderr)
+            return 1
         if worse:
             print(f"agreement worse than {args.check}: " +
                   ", ".join(f"{k} {v:.4f}" for k, v in worse.items()), file=sys.stderr)

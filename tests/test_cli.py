@@ -186,3 +186,19 @@ def test_compare_writes_the_table_and_checks(tmp_path, capsys):
     assert main(["compare", str(ideal), "--out", str(out), "--overwrite",
                  "--set", "stop.epochs=0.2", "--check", "0"]) == 1
     assert "agreement worse than 0" in capsys.readouterr().err
+
+
+def test_compare_says_where_the_closed_form_does_not_apply(tmp_path, capsys):
+    # 16 learners with exponential steps queueing at a server 86 % busy: the
+    # closed form's mean-value analysis treats them as independent, and says so
+    exponential = ROOT / "scenarios" / "ideal-async-exponential.yaml"
+    args = ["compare", str(exponential), "--out", str(tmp_path / "cmp"),
+            "--set", "timing.communication=modelled", "--set", "timing.compute.mean=130 ms",
+            "--set", "stop.gradients=2000"]
+    assert main(args + ["--check", "1"]) == 1
+    captured = capsys.readouterr()
+    warning = "outside the closed form's assumptions: server is 86% busy"
+    assert warning in captured.out.splitlines()[1]          # above the table
+    assert "--check fails: " + warning in captured.err
+    assert main(["predict", *args[1:2], *args[4:10]]) == 0
+    assert warning in capsys.readouterr().out

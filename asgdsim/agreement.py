@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from . import catalog
-from .scenario import ScenarioError, scenario_from_dict
+from .memory import footprint
+from .scenario import GpuSpec, ScenarioError, catalog_model, scenario_from_dict
 from .simulation import simulate
 
 __all__ = ["BOUNDS", "random_scenario", "check", "run_suite", "report"]
@@ -92,7 +93,7 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     learners = nodes * per_node
 
     model = str(rng.choice(catalog.names("models")))
-    sub_batch = int(rng.choice(SUB_BATCHES))
+    sub_batch = _fitting(model, cluster, int(rng.choice(SUB_BATCHES)))
     timing: dict = {}
     draw = rng.random()
     if draw < 0.4:
@@ -132,6 +133,18 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     return {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
             "workload": {"model": model, "dataset_samples": dataset, "sub_batch": sub_batch},
             "cluster": cluster, "algorithm": {"kind": kind}, "timing": timing, "stop": stop}
+
+
+def _fitting(model: str, cluster: dict, sub_batch: int) -> int:
+    """The drawn sub-batch, halved until it fits in the GPU's memory: a user's
+    scenario must fit (the scenario check refuses one that does not)."""
+    gpu = cluster.get("gpu") or catalog.lookup("machines", cluster["machine"])["gpu"]
+    spec = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
+    net = catalog_model(model)
+    while sub_batch > 1 and not footprint(net.parameters, net.input_shape, net.graph,
+                                          sub_batch, spec.memory).fits:
+        sub_batch //= 2
+    return sub_batch
 
 
 @dataclass(frozen=True)

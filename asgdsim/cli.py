@@ -22,7 +22,7 @@ from .analytic import Prediction, predict
 from .compare import comparison
 from .costs import COMPUTE_COSTS
 from .output import OutputExists, check_writable, write_run
-from .plan import plan, plan_figure
+from .plan import Plan, plan, plan_figure
 from .profile import profile_model, write_table
 from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
 from .simulation import Result, simulate
@@ -186,42 +186,69 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.target_minibatch <= 0 or not 0 < args.tolerance < 1 or args.confirm < 0 \
-            or args.max_gpus < 1:
+            or args.max_gpus < 1 or (args.max_staleness is not None and args.max_staleness < 0):
         raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
-                         "between 0 and 1, --confirm at least 0")
+                         "between 0 and 1, --confirm and --max-staleness at least 0")
     overrides = _overrides(args.set)
     scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
     check_writable(out, args.overwrite)
     result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
                   args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
-                  overrides=overrides)
+                  overrides=overrides, max_staleness=args.max_staleness)
     out.mkdir(parents=True, exist_ok=True)
     result.table.to_csv(out / "plan.csv", index=False)
     plan_figure(result, scenario.name).savefig(out / "plan.png", dpi=120)
-    feasible = result.table[result.table["feasible"]]
-    print(f"{scenario.name}: {len(result.table)} configurations, {len(feasible)} with a mean "
-          f"mini-batch within {args.tolerance:.0%} of {args.target_minibatch:g}")
-    print(f"  {'rank':>4} {'nodes':>6} {'GPUs/node':>9} {'sub-batch':>9} {'epoch (s)':>11} "
-          f"{'mini-batch':>11} {'simulated epoch':>16} {'sim. mini-batch':>16}")
-    for r in feasible.head(10).itertuples(index=False):
-        sim = ("" if pd.isna(r.simulated_epoch_time_s) else
-               f"{r.simulated_epoch_time_s:>16.1f} {r.simulated_minibatch_mean:>16.1f}")
-        print(f"  {r.rank:>4} {r.nodes:>6} {r.gpus_per_node:>9} {r.sub_batch:>9} "
-              f"{r.predicted_epoch_time_s:>11.1f} {r.predicted_minibatch_mean:>11.1f} {sim}")
-    if feasible.empty:
-        print("  no configuration meets the target; widen --tolerance or raise --max-gpus")
-    elif not result.order_agrees:
-        print(f"  note: the simulation orders the best {args.confirm} differently from the "
-              "closed form (see simulated_epoch_time_s)")
-    outside = feasible[(feasible["simulated_minibatch_mean"] - args.target_minibatch).abs()
-                       > args.tolerance * args.target_minibatch]
-    if not outside.empty:
-        print(f"  note: simulated, rank {', '.join(map(str, outside['rank']))} miss the target "
-              "band: the closed form is steady state, and a short run of many GPUs that start "
-              "in step is not (simulate longer with --set stop.epochs=N to see)")
+    print(plan_text(result, scenario.name))
     print(f"wrote {out}/plan.csv and plan.png")
     return 0
+
+
+def plan_text(result: Plan, name: str) -> str:
+    """What ``plan`` prints: the counts, what the simulation settled, the best rows."""
+    t = result.table
+    band = f"a mean mini-batch within {result.tolerance:.0%} of {result.target:g}"
+    if result.max_staleness is not None:
+        band += f" and a mean staleness of at most {result.max_staleness:g}"
+    too_big = int((~t["fits_memory"]).sum())
+    lines = [f"{name}: {len(t)} configurations"
+             + (f" ({too_big} do not fit in GPU memory)" if too_big else "")
+             + f"; {band}:"]
+    if result.wanted == 0:
+        lines.append("  ranked by the closed form alone (--confirm 0): nothing is confirmed")
+    elif result.exhausted:
+        lines.append(f"  only {result.confirmed} of {result.simulated} simulated candidates are "
+                     f"feasible by simulation, and no candidate is left (asked for "
+                     f"{result.wanted})")
+    else:
+        lines.append(f"  {result.confirmed} confirmed by simulation "
+                     f"({result.simulated} simulated, {result.simulated - result.confirmed} "
+                     "refuted)")
+    if result.minibatch_is_sub_batch:
+        lines.append("  every update here applies one learner's gradient: the mini-batch is the "
+                     "sub-batch whatever the cluster, so only the sub-batch can meet the target; "
+                     "nodes and GPUs change speed, staleness and cost")
+    lines.append(f"  {'rank':>4} {'nodes':>5} {'GPUs/node':>9} {'idle/node':>9} {'sub-batch':>9} "
+                 f"{'epoch (s)':>10} {'mini-batch':>10} {'staleness':>9} {'GPU-h/epoch':>11} "
+                 f"{'sim. epoch':>10} {'sim. batch':>10}  verdict")
+    for r in t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12).itertuples():
+        simulated = not pd.isna(r.simulated_epoch_time_s)
+        verdict = ("confirmed" if simulated and r.feasible else "refuted by simulation"
+                   if simulated else "closed form only")
+        sim = (f"{r.simulated_epoch_time_s:>10.1f} {r.simulated_minibatch_mean:>10.1f}"
+               if simulated else f"{'':>10} {'':>10}")
+        lines.append(f"  {r.rank:>4} {r.nodes:>5} {r.gpus_per_node:>9} "
+                     f"{result.node_gpus - r.gpus_per_node:>9} {r.sub_batch:>9} "
+                     f"{r.predicted_epoch_time_s:>10.1f} {r.predicted_minibatch_mean:>10.1f} "
+                     f"{r.predicted_staleness_mean:>9.2f} {r.gpu_hours_per_epoch:>11.2f} "
+                     f"{sim}  {verdict}")
+    if not t["feasible"].any():
+        lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
+                     "or --max-staleness")
+    elif result.confirmed > 1 and not result.order_agrees:
+        lines.append("  note: the simulation orders the confirmed configurations differently "
+                     "from the closed form (ranked by simulated epoch time)")
+    return "\n".join(lines)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -344,8 +371,10 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--target-minibatch", type=float, required=True, metavar="B")
     pln.add_argument("--tolerance", type=float, default=0.1)
     pln.add_argument("--max-gpus", type=int, default=1024)
+    pln.add_argument("--max-staleness", type=float, metavar="S",
+                     help="also require a mean staleness of at most S")
     pln.add_argument("--confirm", type=int, default=3, metavar="K",
-                     help="simulate the best K to confirm them")
+                     help="simulate candidates in order until K are feasible by simulation")
     pln.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
     pln.add_argument("--out", help="output folder (default runs/<name>-plan)")

@@ -1,11 +1,19 @@
 """The planner: the fastest configuration that meets a target mini-batch size.
 
 This is the use Oyama et al. made of their model. For a scenario (its
-machine, model and algorithm), enumerate node counts (powers of two), GPUs
-per node (up to the machine's) and sub-batch sizes within ``max_gpus``;
-predict each with the closed form (milliseconds each); keep those whose mean
-mini-batch is within ``tolerance`` of the target; rank them by predicted
-epoch time; confirm the best ``confirm`` by simulation on the sweep engine.
+machine, model and algorithm), enumerate node counts (powers of two, within
+the machine's size), GPUs per node (up to the machine's) and sub-batch sizes
+within ``max_gpus``; drop those that do not fit in GPU memory; predict the
+rest with the closed form (milliseconds each); keep those whose mean
+mini-batch is within ``tolerance`` of the target (and whose mean staleness is
+at most ``max_staleness``); rank them by predicted epoch time.
+
+The closed form proposes, the simulation decides: the best candidates are
+simulated, and one whose simulation misses the target band is refuted and
+the next one simulated in its place, until ``confirm`` are feasible by
+simulation or the candidates run out. Confirmed configurations rank first
+(by simulated epoch time), then those only the closed form vouches for, then
+the refuted, then the rest.
 """
 
 from __future__ import annotations
@@ -19,14 +27,17 @@ from matplotlib.figure import Figure
 
 from . import catalog
 from .analytic import predict
+from .memory import footprint
 from .scenario import apply_overrides, scenario_from_dict
 from .sweep import Point, raw_scenario, run_on_dask
 
-__all__ = ["Plan", "plan", "SUB_BATCHES"]
+__all__ = ["Plan", "plan", "SUB_BATCHES", "COLUMNS"]
 
 SUB_BATCHES = (8, 16, 32, 64, 128, 256)
 COLUMNS = ["rank", "nodes", "gpus_per_node", "sub_batch", "feasible", "predicted_epoch_time_s",
-           "predicted_minibatch_mean", "simulated_epoch_time_s", "simulated_minibatch_mean"]
+           "predicted_minibatch_mean", "simulated_epoch_time_s", "simulated_minibatch_mean",
+           "predicted_staleness_mean", "gpu_hours_per_epoch", "fits_memory"]
+KEYS = ("cluster.nodes", "cluster.gpus_per_node", "workload.sub_batch")
 
 
 @dataclass(frozen=True)
@@ -34,73 +45,116 @@ class Plan:
     table: pd.DataFrame          # every candidate, ranked (plan.csv)
     target: float
     tolerance: float
-    order_agrees: bool           # simulation ranks the confirmed candidates as the closed form does
+    max_staleness: float | None
+    wanted: int                  # how many confirmations were asked for
+    simulated: int               # how many candidates were simulated
+    confirmed: int               # how many of them the simulation found feasible
+    order_agrees: bool           # simulation ranks the confirmed as the closed form does
+    node_gpus: int               # GPUs a booked node holds (idle ones are paid for too)
+    minibatch_is_sub_batch: bool  # the cluster cannot change the mini-batch (async)
 
     @property
     def best(self) -> pd.Series | None:
-        feasible = self.table[self.table["feasible"]]
-        return None if feasible.empty else feasible.iloc[0]
+        first = self.table.iloc[0] if len(self.table) else None
+        return first if first is not None and first["feasible"] else None
+
+    @property
+    def exhausted(self) -> bool:
+        """Fewer than ``wanted`` confirmed: no candidate was left to simulate."""
+        return self.confirmed < self.wanted
 
 
-def _candidates(scenario, max_gpus: int) -> list[dict]:
+def _machine(scenario) -> tuple[int, int | None]:
+    """GPUs per node and the largest node count the machine has."""
     cluster = scenario.cluster
-    per_node = cluster.gpus_per_node
-    max_nodes = None
-    if cluster.machine is not None:
-        preset = catalog.lookup("machines", cluster.machine)
-        per_node = preset["gpus_per_node"]
-        max_nodes = preset.get("max_nodes")
+    if cluster.machine is None:
+        return cluster.gpus_per_node, None
+    preset = catalog.lookup("machines", cluster.machine)
+    return preset["gpus_per_node"], preset.get("max_nodes")
+
+
+def _candidates(per_node: int, max_nodes: int | None, max_gpus: int) -> list[tuple[int, int, int]]:
     out = []
     for gpus in range(1, per_node + 1):
         nodes = 1
         while nodes * gpus <= max_gpus and (max_nodes is None or nodes <= max_nodes):
-            out += [{"cluster.nodes": nodes, "cluster.gpus_per_node": gpus,
-                     "workload.sub_batch": b} for b in SUB_BATCHES]
+            out += [(nodes, gpus, b) for b in SUB_BATCHES]
             nodes *= 2
     return out
 
 
 def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: int = 1024,
          confirm: int = 3, workers: int = 1, scheduler: str | None = None,
-         overrides: dict | None = None) -> Plan:
-    """Rank every configuration by the closed form; simulate the best ``confirm``.
+         overrides: dict | None = None, max_staleness: float | None = None) -> Plan:
+    """Rank every configuration by the closed form; confirm by simulation.
 
     ``overrides`` (dotted keys, as ``--set``) change the scenario first."""
     raw, source = raw_scenario(scenario)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
+    per_node, max_nodes = _machine(base)
+    model, memory = base.workload.model, base.cluster.gpu.memory
+
+    def within(minibatch: float, staleness: float) -> bool:
+        return (abs(minibatch - target) <= tolerance * target
+                and (max_staleness is None or staleness <= max_staleness))
+
     rows = []
-    for overrides in _candidates(base, max_gpus):
-        summary = predict(scenario_from_dict(raw, overrides, source=source)).summary
-        rows.append({"nodes": overrides["cluster.nodes"],
-                     "gpus_per_node": overrides["cluster.gpus_per_node"],
-                     "sub_batch": overrides["workload.sub_batch"],
-                     "predicted_epoch_time_s": summary["epoch_time_s"],
-                     "predicted_minibatch_mean": summary["minibatch"]["mean"]})
-    table = pd.DataFrame(rows)
-    table["feasible"] = (table["predicted_minibatch_mean"] - target).abs() <= tolerance * target
+    for nodes, gpus, sub_batch in _candidates(per_node, max_nodes, max_gpus):
+        row = {"nodes": nodes, "gpus_per_node": gpus, "sub_batch": sub_batch,
+               "fits_memory": footprint(model.parameters, model.input_shape, model.graph,
+                                        sub_batch, memory).fits}
+        if row["fits_memory"]:
+            p = predict(scenario_from_dict(raw, dict(zip(KEYS, (nodes, gpus, sub_batch))),
+                                           source=source))
+            row.update(predicted_epoch_time_s=p.epoch_time_s,
+                       predicted_minibatch_mean=p.minibatch.mean,
+                       predicted_staleness_mean=p.staleness.mean,
+                       gpu_hours_per_epoch=nodes * per_node * p.epoch_time_s / 3600)
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "feasible")])
+    table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
+        table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
     table = table.sort_values(["feasible", "predicted_epoch_time_s"], ascending=[False, True],
                               ignore_index=True)
-    table.insert(0, "rank", np.arange(1, len(table) + 1))
-    table["simulated_epoch_time_s"] = np.nan
-    table["simulated_minibatch_mean"] = np.nan
 
-    chosen = table[table["feasible"]].head(confirm)
-    points = {Point((("cluster.nodes", int(r.nodes)), ("cluster.gpus_per_node", int(r.gpus_per_node)),
-                     ("workload.sub_batch", int(r.sub_batch))), 0): i
-              for i, r in chosen.iterrows()}
+    # confirm in closed-form order; each refuted candidate hands its turn on
+    queue = list(table.index[table["feasible"]])
+    point_of = lambda i: Point(tuple(zip(KEYS, (int(table.loc[i, "nodes"]),  # noqa: E731
+                                                int(table.loc[i, "gpus_per_node"]),
+                                                int(table.loc[i, "sub_batch"])))), 0)
+    index_of = {point_of(i): i for i in queue}
+    first, queue = queue[:confirm], queue[confirm:]
+    confirmed = []
 
-    def finished(point: Point, row: dict | None, error: BaseException | None) -> None:
+    def finished(point: Point, row: dict | None, error: BaseException | None) -> list[Point]:
         if error is not None:
             raise error
-        i = points[point]
+        i = index_of[point]
         table.loc[i, "simulated_epoch_time_s"] = row["epoch_time_s"]
         table.loc[i, "simulated_minibatch_mean"] = row["minibatch_mean"]
+        table.loc[i, "feasible"] = within(row["minibatch_mean"], row["staleness_mean"])
+        if table.loc[i, "feasible"]:
+            confirmed.append(i)
+            return []
+        return [point_of(queue.pop(0))] if queue else []
 
-    run_on_dask(raw, source, list(points), finished, workers=workers, scheduler=scheduler)
-    confirmed = table.loc[list(points.values())]
-    order_agrees = list(confirmed.sort_values("simulated_epoch_time_s").index) == list(confirmed.index)
-    return Plan(table[COLUMNS], target, tolerance, order_agrees)
+    run_on_dask(raw, source, [point_of(i) for i in first], finished, workers=workers,
+                scheduler=scheduler)
+    simulated = table["simulated_epoch_time_s"].notna()
+    group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
+    time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
+                                                 table["predicted_epoch_time_s"])
+    order = np.lexsort((time.fillna(np.inf).to_numpy(), group))
+    table = table.iloc[order].reset_index(drop=True)
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    ok = table[simulated.iloc[order].to_numpy() & table["feasible"].to_numpy()]
+    order_agrees = ok["predicted_epoch_time_s"].is_monotonic_increasing
+    fitting = table[table["fits_memory"]]
+    return Plan(table[COLUMNS], target, tolerance, max_staleness, confirm, int(simulated.sum()),
+                len(confirmed), bool(order_agrees), per_node,
+                bool(len(fitting)) and bool(np.allclose(fitting["predicted_minibatch_mean"],
+                                                        fitting["sub_batch"])))
 
 
 def plan_figure(result: Plan, name: str) -> Figure:

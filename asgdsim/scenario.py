@@ -28,6 +28,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
 
 from . import catalog, zoo
 from .layers import Layer, LayerError, compile_layers
+from .memory import Footprint, footprint
 from .units import parse_quantity
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "resolved_yaml",
@@ -379,6 +380,24 @@ class Scenario(_Spec):
                              "sprint with ideal communication needs an update_interval (with no "
                              "Allreduce or update time the cycle would take no time)")
         return self
+
+    @model_validator(mode="after")
+    def _fits_in_gpu_memory(self) -> Scenario:
+        need = self.footprint
+        if not need.fits:
+            gpu = self.cluster.gpu
+            raise KeyedError("workload.sub_batch",
+                             f"{self.workload.model.name} at sub-batch {self.workload.sub_batch} "
+                             f"does not fit in the {gpu.memory / 1e9:.0f} GB of a {gpu.name}: "
+                             f"{need.describe(self.workload.sub_batch)}")
+        return self
+
+    @property
+    def footprint(self) -> Footprint:
+        """GPU memory one learner needs at the least (see memory.py)."""
+        model = self.workload.model
+        return footprint(model.parameters, model.input_shape, model.graph,
+                         self.workload.sub_batch, self.cluster.gpu.memory)
 
 
 class KeyedError(ValueError):

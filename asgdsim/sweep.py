@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,9 +181,11 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
 
 
 def run_on_dask(raw: dict, source: str, points: list[Point],
-                finished: Callable[[Point, dict | None, BaseException | None], None], *,
-                workers: int = 1, scheduler: str | None = None) -> None:
-    """Simulate ``points`` on Dask, calling ``finished`` as each one ends."""
+                finished: Callable[[Point, dict | None, BaseException | None], Iterable[Point] | None],
+                *, workers: int = 1, scheduler: str | None = None) -> None:
+    """Simulate ``points`` on Dask, calling ``finished`` as each one ends;
+    the points ``finished`` returns, if any, are simulated next (the planner
+    confirms candidates until enough agree)."""
     from dask.distributed import Client, LocalCluster, as_completed
 
     if not points:
@@ -194,12 +196,16 @@ def run_on_dask(raw: dict, source: str, points: list[Point],
                                                   dashboard_address="127.0.0.1:0")
     client = Client(scheduler or cluster)
     try:
-        futures = {client.submit(run_point, raw, source, p, pure=False): p for p in points}
-        for future in as_completed(futures):
-            if future.status == "finished":
-                finished(futures[future], future.result(), None)
-            else:
-                finished(futures[future], None, future.exception())
+        submit = lambda p: client.submit(run_point, raw, source, p, pure=False)  # noqa: E731
+        futures = {submit(p): p for p in points}
+        running = as_completed(list(futures))
+        for future in running:
+            point = futures[future]
+            more = (finished(point, future.result(), None) if future.status == "finished"
+                    else finished(point, None, future.exception()))
+            for p in more or ():
+                futures[new := submit(p)] = p
+                running.add(new)
     finally:
         client.close()
         if cluster is not None:

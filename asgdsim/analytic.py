@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from . import mva
 from .costs import Costs, costs_of
@@ -169,21 +169,33 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     """A law on counts >= 0 with this mean and variance: two neighbouring
     values where the variance is at a lattice's least, else a binomial,
     Poisson or negative binomial with the same two moments (under-, equi- or
-    over-dispersed). Returns (values, probabilities)."""
+    over-dispersed). Returns (values, probabilities).
+
+    The pmfs are written out with log-gamma rather than called from
+    scipy.stats: a SPRINT prediction needs a few hundred of them, and the
+    frozen-distribution machinery cost 90 us each."""
     low, frac = math.floor(mean), mean - math.floor(mean)
     if var <= frac * (1 - frac) + 1e-9 or mean <= 0:
         return np.array([low, low + 1]), np.array([1 - frac, frac])
     p = 1.0 - var / mean
-    if abs(p) <= 1e-6:
-        k = np.arange(0, int(stats.poisson.isf(1e-12, mean)) + 2)
-        return k, stats.poisson.pmf(k, mean)
+    # support out to 14 standard deviations, and for a negative binomial past
+    # the point where its geometric tail, below (1-q)^k / q, drops under 1e-13
+    top = lambda extra=0: np.arange(0, math.ceil(max(mean + 14 * math.sqrt(var), extra)) + 2)  # noqa: E731
+    if abs(p) <= 1e-4:      # Poisson: its variance is 0.01 % off at most
+        k = top()
+        return k, np.exp(special.xlogy(k, mean) - mean - special.gammaln(k + 1))
     if p < 0:
         r, q = mean**2 / (var - mean), mean / var
-        k = np.arange(0, int(stats.nbinom.isf(1e-12, r, q)) + 2)
-        return k, stats.nbinom.pmf(k, r, q)
+        k = top(math.log(1e-13 * q) / math.log1p(-q))
+        return k, np.exp(special.gammaln(k + r) - special.gammaln(r) - special.gammaln(k + 1)
+                         + r * math.log(q) + special.xlog1py(k, -q))
     trials = max(1, round(mean / p))
-    k = np.arange(0, trials + 1)
-    return k, stats.binom.pmf(k, trials, min(1.0, mean / trials))
+    sd = math.sqrt(var)      # the window that holds the mass, not every one of the trials
+    k = np.arange(max(0, math.floor(mean - 14 * sd)), min(trials, math.ceil(mean + 14 * sd)) + 1)
+    q = min(1.0, mean / trials)
+    return k, np.exp(special.gammaln(trials + 1) - special.gammaln(k + 1)
+                     - special.gammaln(trials - k + 1) + special.xlogy(k, q)
+                     + special.xlog1py(trials - k, -q))
 
 
 def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = False) -> Pmf:
@@ -229,7 +241,7 @@ def _discretised_normal(mean: float, var: float) -> tuple[np.ndarray, np.ndarray
         return np.array([1 - frac, frac]), np.array([low, low + 1])
     sd = math.sqrt(var)
     k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
-    cdf = stats.norm.cdf((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
+    cdf = special.ndtr((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
     return np.diff(cdf), k
 
 
@@ -698,6 +710,11 @@ class _NodeSchedule:
     paced_by: str | None                    # the saturated resource, if any
 
 
+#: steps of a node's schedule walked in the skeleton; a periodic schedule is
+#: extended from them, which keeps a prediction of a long run in milliseconds
+WALKED_STEPS = 64
+
+
 def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_sd: float,
                      T: float) -> _NodeSchedule:
     """The node's periodic schedule, walked in the skeleton.
@@ -720,13 +737,18 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
                              tuple((s,) for s in range(slots)), None)
     one = [_resolved(topo, loop.before, s) + [((), step)] + _resolved(topo, loop.after, s)
            for s in range(slots)]
-    walks = [o * steps for o in one]
+    walked = min(steps, WALKED_STEPS)
+    walks = [o * walked for o in one]
     ends = Skeleton().walk([0.0] * slots, walks)
     per_step = len(one[0])
-    settled = steps // 2 * per_step
+    settled = walked // 2 * per_step
     pairs = queued_behind([w[settled:] for w in walks], ends[:, settled:])
     resource, busy = busiest([w[settled:] for w in walks], ends[:, settled:])
     deliveries = ends[:, per_step - 1::per_step]
+    if steps > walked:
+        found = period_of(deliveries)
+        deliveries = (_extend(deliveries, steps, found) if found is not None else  # else walk all
+                      Skeleton().walk([0.0] * slots, [o * steps for o in one])[:, per_step - 1::per_step])
     if busy >= 0.99 and noise_sd > 0:
         return _NodeSchedule(deliveries, tuple((s,) for s in range(slots)), resource.split("[")[0])
     parent = list(range(slots))
@@ -737,7 +759,8 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
             x = parent[x]
         return x
 
-    period = float(np.mean(deliveries[:, -1] - deliveries[:, steps // 2]) / (steps - 1 - steps // 2))
+    period = float(np.mean(deliveries[:, walked - 1] - deliveries[:, walked // 2])
+                   / (walked - 1 - walked // 2))
     settles = 0 < noise_sd <= period / 8
     for (_, ahead, behind), uses in pairs.items():
         if settles and np.median([use for _, use in uses]) >= T / 2:

@@ -9,12 +9,25 @@ mini-batch-size distributions with the closed-form model::
     pred = asgdsim.predict(sc)              # closed form, no simulation
 """
 
-from .analytic import Prediction, predict
-from .scenario import Scenario, ScenarioError, load_scenario
-from .simulation import Result, simulate
-from .sweep import sweep
-from .timing import step_time
+import importlib
 
-__all__ = ["Prediction", "Result", "Scenario", "ScenarioError", "load_scenario", "predict",
-           "simulate", "step_time", "sweep"]
+#: public name -> the module that defines it; imported on first use, so that
+#: ``asgdsim predict`` does not pay for pandas, SimPy and Dask
+_HOMES = {"Prediction": "analytic", "predict": "analytic", "Scenario": "scenario",
+          "ScenarioError": "scenario", "load_scenario": "scenario", "Result": "simulation",
+          "simulate": "simulation", "sweep": "sweep", "step_time": "timing"}
+
+__all__ = sorted(_HOMES)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'asgdsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

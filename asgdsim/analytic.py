@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from . import mva
 from .costs import Costs, costs_of
@@ -183,7 +183,7 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     top = lambda extra=0: np.arange(0, math.ceil(max(mean + 14 * math.sqrt(var), extra)) + 2)  # noqa: E731
     if abs(p) <= 1e-4:      # Poisson: its variance is 0.01 % off at most
         k = top()
-        return k, np.exp(special.xlogy(k, mean) - mean - special.gammaln(k + 1))
+        return k, _poisson_pmf(k, mean)
     if p < 0:
         r, q = mean**2 / (var - mean), mean / var
         k = top(math.log(1e-13 * q) / math.log1p(-q))
@@ -192,10 +192,17 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     trials = max(1, round(mean / p))
     sd = math.sqrt(var)      # the window that holds the mass, not every one of the trials
     k = np.arange(max(0, math.floor(mean - 14 * sd)), min(trials, math.ceil(mean + 14 * sd)) + 1)
-    q = min(1.0, mean / trials)
-    return k, np.exp(special.gammaln(trials + 1) - special.gammaln(k + 1)
-                     - special.gammaln(trials - k + 1) + special.xlogy(k, q)
-                     + special.xlog1py(trials - k, -q))
+    return k, _binomial_pmf(k, trials, min(1.0, mean / trials))
+
+
+def _poisson_pmf(k: np.ndarray, mean: float) -> np.ndarray:
+    return np.exp(special.xlogy(k, mean) - mean - special.gammaln(k + 1))
+
+
+def _binomial_pmf(k: np.ndarray, trials: int, q: float) -> np.ndarray:
+    return np.exp(special.gammaln(trials + 1) - special.gammaln(k + 1)
+                  - special.gammaln(trials - k + 1) + special.xlogy(k, q)
+                  + special.xlog1py(trials - k, -q))
 
 
 def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = False) -> Pmf:
@@ -335,7 +342,7 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness, staleness_law = Pmf.point(0), "exact: one learner"
     elif _ideal(sc) and _is_exponential(law):
         p = 1.0 / (1.0 + mean)
-        k = np.arange(0, int(stats.geom.isf(1e-13, p)) + 2)
+        k = np.arange(0, math.ceil(math.log(1e-13) / math.log1p(-p)) + 2)
         staleness = Pmf.from_probs(0, p * (1 - p) ** k)
         staleness_law = ("exact: geometric, ideal communication and exponential compute "
                          "(mean M - 1 in steady state; a run's start and stop take M (M - 1) / n)")
@@ -386,7 +393,7 @@ def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:
     below = times + SPREAD_OF_SD * sd < grid[0]
     near = ~below & (times - SPREAD_OF_SD * sd <= grid[-1])
     z = (grid[None, :] - times[near][:, None]) / np.maximum(sd[near], 1e-300)[:, None]
-    count = below.sum() + stats.norm.cdf(z).sum(axis=0)
+    count = below.sum() + special.ndtr(z).sum(axis=0)
     return float(np.interp(n - 0.5, count, grid))
 
 
@@ -585,19 +592,13 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
     hi = shift.max() + law.ppf(1 - 1e-12 / p)
     grid = np.linspace(lo, hi, 4096)
     values = np.subtract.outer(grid, shift)
-    each = _law_cdf(law, values)
+    each = law.cdf(values)
     mixture = each.mean(axis=1)
     targets = (np.arange(1, p) - 0.375) / (p + 0.25)
     quantiles = np.interp(targets, mixture, grid)
     all_below = np.exp(np.log(np.clip(each, 1e-300, 1.0)).sum(axis=1))
     e_max = lo + np.trapezoid(1.0 - all_below, grid)
     return np.append(quantiles, e_max)
-
-
-def _law_cdf(law: Law, x: np.ndarray) -> np.ndarray:
-    if law.dist is None:
-        return (x >= law.shift).astype(float)
-    return law.dist.cdf(x - law.shift)
 
 
 # -- sprint: per-node accumulation, a fixed cycle ---------------------------
@@ -919,7 +920,7 @@ def _staleness_parts(windows: Windows, d: Deliveries, t_from: float,
 def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
     """P(t_from < X <= t_to) for X ~ Normal(mu, sd^2) (a point mass where sd is 0)."""
     safe = np.where(sd > 0, sd, 1.0)
-    spread = stats.norm.cdf((t_to - mu) / safe) - stats.norm.cdf((t_from - mu) / safe)
+    spread = special.ndtr((t_to - mu) / safe) - special.ndtr((t_from - mu) / safe)
     return np.where(sd > 0, spread, ((mu > t_from) & (mu <= t_to)).astype(float))
 
 
@@ -941,15 +942,15 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     """
     mean = g * ratio
     if exponential:
-        k = np.arange(0, int(stats.poisson.isf(1e-13, mean)) + 2)
-        return stats.poisson.pmf(k, mean), k, "exact: Poisson(G T / m)"
+        k = np.arange(0, math.ceil(mean + 14 * math.sqrt(mean)) + 2)
+        return _poisson_pmf(k, mean), k, "exact: Poisson(G T / m)"
     whole, frac = math.floor(ratio), ratio - math.floor(ratio)
     # a window shorter than a step holds at most one delivery per GPU: the
     # renewal variance only builds up over the steps beyond the first
     lattice_var, renewal_var = g * frac * (1 - frac), g * max(0.0, ratio - 1.0) * cv ** 2
     if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
         j = np.arange(0, g + 1)
-        return (stats.binom.pmf(j, g, frac), g * whole + j,
+        return (_binomial_pmf(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
     k, probs = _count_law(mean, lattice_var + renewal_var)
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"
@@ -992,7 +993,7 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
         before = 0.0
     for count, p in zip(ends.values.tolist(), ends.probs.tolist()):
         certain = 1 if count >= 2 else 0
-        middle = np.ones(1) if count < 2 else stats.binom.pmf(np.arange(count - 1), count - 2, nonempty)
+        middle = np.ones(1) if count < 2 else _binomial_pmf(np.arange(count - 1), count - 2, nonempty)
         law = np.convolve(middle, [1.0 - before, before])
         thinned[certain:certain + len(law)] += p * law
     return Pmf.from_probs(0, thinned)

@@ -12,29 +12,25 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml
 
 from . import catalog
-from .analytic import Prediction, predict
-from .compare import comparison
-from .costs import COMPUTE_COSTS
-from .output import OutputExists, check_writable, write_run
-from .plan import Plan, plan, plan_figure
-from .profile import profile_model, write_table
-from .scenario import GpuSpec, ScenarioError, catalog_model, load_scenario
-from .simulation import Result, simulate
-from .sweep import SweepError, print_progress, sweep
+from .errors import OutputExists, ScenarioError, UsageError
+
+if TYPE_CHECKING:
+    from .analytic import Prediction
+    from .plan import Plan
+    from .simulation import Result
+
+# Each command imports what it needs when it runs: pandas, SciPy, SimPy,
+# matplotlib and Dask together take seconds to import, which `--help` and
+# `predict` (milliseconds of work) should not pay.
 
 __all__ = ["main"]
 
 USAGE_ERROR = 2
-
-
-class UsageError(Exception):
-    """A mistake in the command's arguments."""
 
 
 def _overrides(pairs: list[str]) -> dict[str, Any]:
@@ -52,6 +48,8 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace):
+    from .scenario import load_scenario
+
     overrides = _overrides(args.set)
     if getattr(args, "seed", None) is not None:
         overrides["seed"] = args.seed
@@ -110,6 +108,9 @@ def _prediction_text(pred: Prediction) -> str:
 
 def _simulate_into(args: argparse.Namespace, suffix: str = "") -> tuple[Result, Path]:
     """Simulate the command's scenario and write its files (run and compare)."""
+    from .output import check_writable, write_run
+    from .simulation import simulate
+
     scenario = _load(args)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
@@ -128,6 +129,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.check is not None and args.check < 0:
         raise UsageError(f"--check must be a non-negative tolerance, got {args.check}")
+    import pandas as pd
+
+    from .compare import comparison
+
     result, out = _simulate_into(args, "-compare")
     table = comparison(result)
     print(f"{result.scenario.name}: simulated against the closed form "
@@ -171,6 +176,8 @@ def _grid(pairs: list[str]) -> dict[str, list]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler is not None:
         raise UsageError("give --workers or --scheduler, not both")
+    from .sweep import SweepError, print_progress, sweep
+
     try:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
                         workers=args.workers or 1, scheduler=args.scheduler,
@@ -189,6 +196,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             or args.max_gpus < 1 or (args.max_staleness is not None and args.max_staleness < 0):
         raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
                          "between 0 and 1, --confirm and --max-staleness at least 0")
+    from .output import check_writable
+    from .plan import plan, plan_figure
+    from .scenario import load_scenario
+
     overrides = _overrides(args.set)
     scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
@@ -206,6 +217,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def plan_text(result: Plan, name: str) -> str:
     """What ``plan`` prints: the counts, what the simulation settled, the best rows."""
+    import pandas as pd
+
     t = result.table
     band = f"a mean mini-batch within {result.tolerance:.0%} of {result.target:g}"
     if result.max_staleness is not None:
@@ -252,6 +265,8 @@ def plan_text(result: Plan, name: str) -> str:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .analytic import predict
+
     pred = predict(_load(args))
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
     return 0
@@ -281,6 +296,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_timing(args: argparse.Namespace) -> int:
     if args.batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {args.batch}")
+    from .costs import COMPUTE_COSTS
+    from .scenario import GpuSpec, catalog_model
+
     try:
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", args.gpu))
         model = catalog_model(args.model)
@@ -305,6 +323,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
     if args.batch <= 0 or args.repeats <= 0:
         raise UsageError("--batch and --repeats must be positive integers")
+    from .profile import profile_model, write_table
+    from .scenario import catalog_model
+
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here")
     try:
@@ -391,7 +412,9 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("gpu", help="catalog GPU name, e.g. K80")
     timing.add_argument("model", help="catalog model name, e.g. vgg16")
     timing.add_argument("--batch", type=int, required=True, help="sub-batch size")
-    timing.add_argument("--compute", choices=list(COMPUTE_COSTS), default="table")
+    timing.add_argument("--compute", choices=("table", "roofline"), default="table",
+                        help="table: measured kernels where they exist (default); roofline: "
+                        "the calibrated roofline only")
     timing.set_defaults(func=cmd_timing)
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")

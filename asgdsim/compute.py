@@ -30,18 +30,23 @@ asked for by the ratio of the calibrated roofline's times at the two batches
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import optimize
 
 from . import catalog
 from .layers import Layer
 from .scenario import GpuSpec, ModelSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "LAUNCH_S",
            "MEMORY_EFFICIENCY"]
@@ -72,6 +77,8 @@ class LayerTime:
 def kernel_table(extra: str | None = None) -> pd.DataFrame:
     """The measured kernels shipped with the package (see build_kernels.py),
     and those of a user's table (``asgdsim profile``) if ``extra`` names one."""
+    import pandas as pd   # half a second to import: only where a fit is made
+
     path = resources.files("asgdsim.catalog").joinpath("kernels.csv")
     with resources.as_file(path) as p:
         table = pd.read_csv(p)
@@ -108,6 +115,8 @@ def kernel_table(extra: str | None = None) -> pd.DataFrame:
 
 def read_user_table(path: str) -> pd.DataFrame:
     """A kernel table in the package's format; ValueError says what is wrong."""
+    import pandas as pd
+
     try:
         table = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -153,6 +162,8 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
     least squares on relative error, so small and large kernels both count.
     With few kernels, the median efficiency and the launch cost alone.
     """
+    from scipy import optimize
+
     rows = rows[rows["compute_bound"]]
     fitted = {}
     for key, group in rows.groupby(["family", "pass"]):
@@ -167,18 +178,28 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
     return fitted
 
 
-@cache
 def efficiencies(arch: str, gpu: str | None = None,
                  extra: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
     """(efficiency, overhead per kernel) for each (family, pass): fitted on one
     GPU's kernels if it has them and ``gpu`` is given, else on its
     architecture's."""
+    if extra is None and (shipped := shipped_fits()) is not None:
+        key = gpu if gpu in shipped["measured"] else arch
+        if key in shipped["fits"]:
+            return shipped["fits"][key]
+    return _fitted(arch, gpu, extra)
+
+
+@cache
+def _fitted(arch: str, gpu: str | None = None,
+            extra: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+    """:func:`efficiencies`, fitted afresh from the tables."""
     table = kernel_table(extra)
     if gpu is not None and (table["gpu"] == gpu).any():
         own = _fit(table[table["gpu"] == gpu])
         # measured figures win; a Kepler GPU's are cuDNN R2's, so it borrows
         # nothing from Kepler's Maxwell-based assumption (no FFT, no Winograd)
-        base = _with_fallbacks(dict(own)) if arch == "kepler" else efficiencies(arch)
+        base = _with_fallbacks(dict(own)) if arch == "kepler" else _fitted(arch)
         return {**base, **own}
     if arch == "kepler":
         # Kepler's kernel figures are cuDNN R2's (2014): no Winograd or FFT,
@@ -187,7 +208,7 @@ def efficiencies(arch: str, gpu: str | None = None,
         # under one library (Titan Black against Titan X, both cuDNN R2)
         ratio = kepler_to_maxwell()
         return {key: (efficiency * ratio, overhead)
-                for key, (efficiency, overhead) in efficiencies("maxwell").items()}
+                for key, (efficiency, overhead) in _fitted("maxwell").items()}
     arch = arch if (table["arch"] == arch).any() else ASSUMED_LIKE.get(arch, "pascal")
     fitted = _fit(table[table["arch"] == arch])
     # FFT kernels were measured on Maxwell only (fbfft); later architectures
@@ -210,6 +231,8 @@ def _with_fallbacks(fitted: dict) -> dict:
 def kepler_to_maxwell() -> float:
     """Median over layers and passes of Kepler's efficiency over Maxwell's,
     both under cuDNN R2 (same_library.csv): (t_Maxwell P_Maxwell) / (t_Kepler P_Kepler)."""
+    import pandas as pd
+
     path = resources.files("asgdsim.catalog").joinpath("same_library.csv")
     with resources.as_file(path) as p:
         pairs = pd.read_csv(p).pivot_table(index=["layer", "pass"], columns="gpu", values="ms")
@@ -237,7 +260,8 @@ class KernelModel:
         eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
-        measured = _measured(gpu.name, self.extra) if self.use_tables else {}
+        measured = _measured(gpu.name, self.extra) if self.use_tables \
+            and has_measurements(gpu.name, self.extra) else {}
         return [self._layer(layer, i == 0, gpu, batch, eff, measured)
                 for i, layer in enumerate(model.graph)]
 
@@ -304,6 +328,66 @@ class KernelModel:
         fwd = _pass_time(flops, BYTES * model.parameters, fit, gpu)
         bwd = 2 * _pass_time(flops, BYTES * model.parameters, fit, gpu)
         return LayerTime(model.name, "model", fwd, bwd, "roofline (totals)")
+
+
+def has_measurements(gpu: str, extra: str | None = None) -> bool:
+    """Whether the kernel tables hold measurements of this GPU."""
+    if extra is None and (shipped := shipped_fits()) is not None:
+        return gpu in shipped["measured"]
+    return bool((kernel_table(extra)["gpu"] == gpu).any())
+
+
+# --- the shipped fits -------------------------------------------------------
+# Fitting the kernel tables needs pandas and scipy.optimize (a second and a
+# half of imports) for a result that only changes with the tables. The fits
+# of the shipped tables are therefore stored beside them, in fitted.json,
+# under a digest of every file they depend on; a stale or missing file, a
+# user's kernel table or a user catalog (which may redefine a GPU's peak)
+# make them be fitted afresh. tests/test_catalog.py keeps the file current:
+#     python -m asgdsim.catalog.refit
+
+FIT_INPUTS = ("kernels.csv", "same_library.csv", "gpus.yaml")
+FITTED = "fitted.json"
+
+
+def fit_digest() -> str:
+    """SHA-256 over the files the fits are made from."""
+    digest = hashlib.sha256()
+    for name in FIT_INPUTS:
+        digest.update(resources.files("asgdsim.catalog").joinpath(name).read_bytes())
+    return digest.hexdigest()
+
+
+def fresh_fits() -> dict:
+    """Every architecture's fits and every measured GPU's own, as fitted.json holds them."""
+    table = kernel_table()
+    archs = {spec["architecture"] for spec in catalog.entries("gpus").values()} | set(ASSUMED_LIKE)
+    measured = sorted(str(g) for g in table["gpu"].unique())
+    fits = {arch: _fitted(arch) for arch in sorted(archs)}
+    fits |= {gpu: _fitted(_gpu(gpu).architecture, gpu) for gpu in measured}
+    return {"digest": fit_digest(), "measured": measured,
+            "fits": {key: [[family, pass_, *fit] for (family, pass_), fit in fit_of.items()]
+                     for key, fit_of in fits.items()}}
+
+
+@cache
+def _shipped_file() -> dict | None:
+    try:
+        data = json.loads(resources.files("asgdsim.catalog").joinpath(FITTED).read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("digest") != fit_digest():
+        return None
+    return {"measured": set(data["measured"]),
+            "fits": {key: {(family, pass_): (eff, overhead) for family, pass_, eff, overhead in rows}
+                     for key, rows in data["fits"].items()}}
+
+
+def shipped_fits() -> dict | None:
+    """The stored fits, or None where they do not apply (see above)."""
+    if os.environ.get(catalog.USER_CATALOG):
+        return None
+    return _shipped_file()
 
 
 @cache

@@ -1,11 +1,19 @@
 """Time laws that know their own moments.
 
-A :class:`Law` is a non-negative random duration: a constant or one of the
-scipy.stats families named in CONTRACT.md, built from a mean plus a cv, shape
-or shift. The simulator draws from it in blocks (one numpy call per few
-thousand steps, not one per step); the closed-form model asks it for exact
-quantities (mean, variance, E[max of n], E[(y - X)+]), so tests can compare
-samples with theory for the very law that was sampled.
+A :class:`Law` is a non-negative random duration: a constant, or
+``shift + scale x D`` where D is one of the standard families named in the
+scenario format (exponential, uniform, gamma, lognormal), built from a mean
+plus a cv, shape or shift. The simulator draws from it in blocks (one numpy
+call per few thousand steps, not one per step); the closed-form model asks it
+for exact quantities (mean, variance, cdf, quantiles, E[max of n],
+E[(y - X)+]), so tests can compare samples with theory for the very law that
+was sampled.
+
+The families are written out with ``scipy.special`` rather than taken from
+``scipy.stats``: importing the latter costs about a second, which every
+``asgdsim predict`` would pay. The draws are the ones ``scipy.stats`` makes
+(the same numpy calls in the same order), so a seed gives the numbers it
+always gave.
 """
 
 from __future__ import annotations
@@ -13,45 +21,47 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import special
 
 from .scenario import LawSpec
 
 __all__ = ["Law", "law_from_spec"]
 
 _BLOCK = 4096
+FAMILIES = ("expon", "uniform", "gamma", "lognorm")
 
 
 @dataclass(frozen=True)
 class Law:
-    """A random duration: ``shift + dist`` where ``dist`` is a frozen scipy law.
-
-    ``dist`` None means the constant ``shift``.
-    """
+    """A random duration ``shift + loc + scale x D``, D standard of ``family``
+    with ``shape`` (gamma's a, lognormal's sigma); ``family`` None is the
+    constant ``shift``. ``name`` is the scenario's word for the law."""
 
     name: str
-    dist: Any = None
+    family: str | None = None
+    scale: float = 1.0
+    shape: float = 1.0
+    loc: float = 0.0
     shift: float = 0.0
 
     @classmethod
     def constant(cls, value: float) -> Law:
-        return cls("deterministic", None, float(value))
+        return cls("deterministic", shift=float(value))
 
     @property
     def is_constant(self) -> bool:
-        return self.dist is None
+        return self.family is None
 
     @property
     def mean(self) -> float:
-        return self.shift + (0.0 if self.dist is None else float(self.dist.mean()))
+        return self.shift + self.loc + self.scale * _standard_mean(self.family, self.shape)
 
     @property
     def var(self) -> float:
-        return 0.0 if self.dist is None else float(self.dist.var())
+        return self.scale**2 * _standard_var(self.family, self.shape)
 
     @property
     def std(self) -> float:
@@ -59,27 +69,33 @@ class Law:
 
     @property
     def cv(self) -> float:
-        return math.sqrt(self.var) / self.mean
+        return self.std / self.mean
 
     def scaled(self, factor: float) -> Law:
         """The law of ``factor * X``."""
-        if self.dist is None:
-            return Law(self.name, None, self.shift * factor)
-        scaled = type(self.dist)(self.dist.dist, *self.dist.args, **_scaled_kwds(self.dist.kwds, factor))
-        return Law(self.name, scaled, self.shift * factor)
+        return replace(self, scale=self.scale * factor, loc=self.loc * factor,
+                       shift=self.shift * factor)
 
     def plus(self, constant: float) -> Law:
         """The law of ``X + constant``."""
-        return Law(self.name, self.dist, self.shift + constant)
+        return replace(self, shift=self.shift + constant)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        if self.dist is None:
+        if self.family is None:
             return np.full(size, self.shift)
-        return self.shift + self.dist.rvs(size=size, random_state=rng)
+        if self.family == "expon":
+            draws = rng.standard_exponential(size)
+        elif self.family == "uniform":
+            draws = rng.uniform(0.0, 1.0, size)
+        elif self.family == "gamma":
+            draws = rng.standard_gamma(self.shape, size)
+        else:
+            draws = np.exp(self.shape * rng.standard_normal(size))
+        return self.shift + (draws * self.scale + self.loc)
 
     def sampler(self, rng: np.random.Generator) -> Iterator[float]:
         """An endless stream of draws, made a block at a time (fast ``next()``)."""
-        if self.dist is None:
+        if self.family is None:
             return itertools.repeat(self.shift)
         return self._blocks(rng)
 
@@ -91,60 +107,88 @@ class Law:
             yield from self.sample(rng, size).tolist()
             size = min(2 * size, _BLOCK)
 
-    def cdf(self, x: float) -> float:
-        if self.dist is None:
-            return 1.0 if x >= self.shift else 0.0
-        return float(self.dist.cdf(x - self.shift))
+    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
+        """P(X <= x), vectorised over x."""
+        x = np.asarray(x, dtype=float)
+        if self.family is None:
+            result = (x >= self.shift).astype(float)
+        else:
+            result = self._standard_cdf((x - self.shift - self.loc) / self.scale)
+        return float(result) if result.ndim == 0 else result
 
     def ppf(self, q: float) -> float:
-        return self.shift + (0.0 if self.dist is None else float(self.dist.ppf(q)))
+        """The q-quantile."""
+        if self.family is None:
+            return self.shift
+        if self.family == "expon":
+            z = -math.log1p(-q)
+        elif self.family == "uniform":
+            z = q
+        elif self.family == "gamma":
+            z = float(special.gammaincinv(self.shape, q))
+        else:
+            z = math.exp(self.shape * float(special.ndtri(q)))
+        return self.shift + self.loc + self.scale * z
 
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
         """E[(y - X)+] = y F(y) - E[X; X <= y], in closed form for every family
         here (vectorised over y)."""
         z = np.maximum(np.asarray(y, dtype=float) - self.shift, 0.0)
-        if self.dist is None:
+        if self.family is None:
             result = z
         else:
-            result = np.maximum(z * self.dist.cdf(z) - self._lower_mean(z), 0.0)
+            result = np.maximum(z * self.cdf(z + self.shift) - self._lower_mean(z), 0.0)
         return float(result) if np.ndim(result) == 0 else result
 
+    def _standard_cdf(self, z: np.ndarray) -> np.ndarray:
+        if self.family == "expon":
+            return -np.expm1(-np.maximum(z, 0.0))
+        if self.family == "uniform":
+            return np.clip(z, 0.0, 1.0)
+        if self.family == "gamma":
+            return special.gammainc(self.shape, np.maximum(z, 0.0))
+        with np.errstate(divide="ignore"):
+            return special.ndtr(np.log(np.maximum(z, 0.0)) / self.shape)
+
     def _lower_mean(self, z: np.ndarray) -> np.ndarray:
-        """E[D; D <= z] for the law's scipy part D."""
-        family, args, kwds = self.dist.dist.name, self.dist.args, self.dist.kwds
-        scale, loc = kwds.get("scale", 1.0), kwds.get("loc", 0.0)
-        if family == "expon":
+        """E[D; D <= z] for the random part D = loc + scale x standard."""
+        scale, loc = self.scale, self.loc
+        if self.family == "expon":
             tail = np.exp(-z / scale)
             return scale * (1 - tail) - z * tail
-        if family == "gamma":
-            shape = args[0]
-            return shape * scale * stats.gamma.cdf(z, shape + 1, scale=scale)
-        if family == "lognorm":
-            sigma, mu = args[0], math.log(scale)
+        if self.family == "gamma":
+            return self.shape * scale * special.gammainc(self.shape + 1, z / scale)
+        if self.family == "lognorm":
+            sigma, mu = self.shape, math.log(scale)
             with np.errstate(divide="ignore"):
-                return math.exp(mu + sigma**2 / 2) * stats.norm.cdf((np.log(z) - mu - sigma**2) / sigma)
-        if family == "uniform":
-            inside = np.clip(z, loc, loc + scale)
-            return (inside**2 - loc**2) / (2 * scale)
-        raise AssertionError(f"no closed form for {family}")
+                return math.exp(mu + sigma**2 / 2) * special.ndtr((np.log(z) - mu - sigma**2) / sigma)
+        inside = np.clip(z, loc, loc + scale)
+        return (inside**2 - loc**2) / (2 * scale)
 
     def expected_max(self, n: int) -> float:
         """E[max of n independent draws]."""
-        if self.dist is None:
+        if self.family is None:
             return self.shift
-        if self.name in ("exponential", "shifted-exponential"):
-            return self.shift + float(self.dist.mean()) * _harmonic(n)
-        tail = lambda x: -math.expm1(n * math.log(max(self.dist.cdf(x), 1e-300)))  # noqa: E731
-        upper = float(self.dist.ppf(1 - 1e-12 / n))
-        return self.shift + integrate.quad(tail, 0.0, upper, limit=400)[0]
+        if self.family == "expon":
+            return self.mean + self.scale * (_harmonic(n) - 1.0)
+        from scipy import integrate   # a second to import; only synchronous rounds need it
+
+        base = self.shift + self.loc   # the random part's lower end
+        tail = lambda x: -math.expm1(n * math.log(max(self.cdf(base + x), 1e-300)))  # noqa: E731
+        upper = self.ppf(1 - 1e-12 / n) - base
+        return base + integrate.quad(tail, 0.0, upper, limit=400)[0]
 
 
-def _scaled_kwds(kwds: dict, factor: float) -> dict:
-    kwds = dict(kwds)
-    kwds["scale"] = kwds.get("scale", 1.0) * factor
-    if "loc" in kwds:
-        kwds["loc"] *= factor
-    return kwds
+def _standard_mean(family: str | None, shape: float) -> float:
+    if family == "lognorm":
+        return math.exp(shape**2 / 2)
+    return {None: 0.0, "expon": 1.0, "uniform": 0.5, "gamma": shape}[family]
+
+
+def _standard_var(family: str | None, shape: float) -> float:
+    if family == "lognorm":
+        return math.expm1(shape**2) * math.exp(shape**2)
+    return {None: 0.0, "expon": 1.0, "uniform": 1 / 12, "gamma": shape}[family]
 
 
 def _harmonic(n: int) -> float:
@@ -157,18 +201,18 @@ def law_from_spec(spec: LawSpec) -> Law:
     if kind == "deterministic":
         return Law.constant(m)
     if kind == "exponential":
-        return Law(kind, stats.expon(scale=m))
+        return Law(kind, "expon", scale=m)
     if kind == "shifted-exponential":
-        return Law(kind, stats.expon(scale=m - spec.shift), spec.shift)
+        return Law(kind, "expon", scale=m - spec.shift, shift=spec.shift)
     if kind == "uniform":
         half = math.sqrt(3.0) * spec.cv * m
         if half == 0:
             return Law.constant(m)
-        return Law(kind, stats.uniform(loc=m - half, scale=2 * half))
+        return Law(kind, "uniform", scale=2 * half, loc=m - half)
     if kind == "gamma":
         shape = spec.shape if spec.shape is not None else 1.0 / spec.cv**2
-        return Law(kind, stats.gamma(shape, scale=m / shape))
+        return Law(kind, "gamma", scale=m / shape, shape=shape)
     if kind == "lognormal":
         sigma = spec.shape if spec.shape is not None else math.sqrt(math.log1p(spec.cv**2))
-        return Law(kind, stats.lognorm(sigma, scale=m * math.exp(-sigma**2 / 2)))
+        return Law(kind, "lognorm", scale=m * math.exp(-sigma**2 / 2), shape=sigma)
     raise AssertionError(f"law {kind!r} is validated in the scenario")

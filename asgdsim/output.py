@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .errors import OutputExists
 from .compare import compare_figures, comparison
 from .scenario import resolved_yaml
 from .simulation import Result
@@ -23,10 +24,6 @@ __all__ = ["OutputExists", "write_run", "RUN_FILES"]
 RUN_FILES = ("summary.json", "gradients.parquet", "updates.parquet", "scenario.yaml",
              "comparison.csv", "figures/staleness.png", "figures/minibatch.png",
              "figures/minibatch_over_time.png", "figures/utilisation.png")
-
-
-class OutputExists(FileExistsError):
-    """The output folder holds files and overwriting was not asked for."""
 
 
 def check_writable(out: Path, overwrite: bool) -> None:

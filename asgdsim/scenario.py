@@ -27,6 +27,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
                       ValidationError, field_serializer, field_validator, model_validator)
 
 from . import catalog, zoo
+from .errors import ScenarioError
 from .layers import Layer, LayerError, compile_layers
 from .memory import Footprint, footprint
 from .units import parse_quantity
@@ -406,15 +407,6 @@ class KeyedError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run; ``str()`` is one line per problem."""
-
-    def __init__(self, source: str, problems: list[tuple[str, str]]):
-        self.source, self.problems = source, problems
-        super().__init__("\n".join(f"{source}: {key}: {what}" if key else f"{source}: {what}"
-                                   for key, what in problems))
 
 
 def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> Scenario:

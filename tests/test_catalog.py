@@ -71,3 +71,16 @@ def test_a_users_own_catalog_file(tmp_path, monkeypatch, capsys):
     with pytest.raises(ScenarioError) as error:
         make(cluster__gpu="LabGPU")
     assert "ASGDSIM_CATALOG file" in str(error.value)
+
+
+def test_stored_fits_are_those_of_the_shipped_tables():
+    # fitted.json spares every prediction the pandas/scipy fit; it must be
+    # what fitting the shipped tables gives (python -m asgdsim.catalog.refit)
+    import json
+    from importlib import resources
+
+    from asgdsim import compute
+    stored = json.loads(resources.files("asgdsim.catalog").joinpath(compute.FITTED).read_text())
+    assert stored == json.loads(json.dumps(compute.fresh_fits())), \
+        "fitted.json is stale: run python -m asgdsim.catalog.refit"
+    assert compute.shipped_fits() is not None

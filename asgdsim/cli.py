@@ -196,6 +196,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             or args.max_gpus < 1 or (args.max_staleness is not None and args.max_staleness < 0):
         raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
                          "between 0 and 1, --confirm and --max-staleness at least 0")
+    from .atomic import atomic_write
     from .output import check_writable
     from .plan import plan, plan_figure
     from .scenario import load_scenario
@@ -207,9 +208,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
                   args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
                   overrides=overrides, max_staleness=args.max_staleness)
-    out.mkdir(parents=True, exist_ok=True)
-    result.table.to_csv(out / "plan.csv", index=False)
-    plan_figure(result, scenario.name).savefig(out / "plan.png", dpi=120)
+    atomic_write(out / "plan.csv", lambda tmp: result.table.to_csv(tmp, index=False))
+    figure = plan_figure(result, scenario.name)
+    atomic_write(out / "plan.png", lambda tmp: figure.savefig(tmp, dpi=120, format="png"))
     print(plan_text(result, scenario.name))
     print(f"wrote {out}/plan.csv and plan.png")
     return 0

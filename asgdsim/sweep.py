@@ -20,10 +20,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from .atomic import atomic_text, atomic_write
 from .scenario import load_scenario, scenario_from_dict
 from .simulation import simulate
 
@@ -114,13 +113,6 @@ def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
     return data, str(scenario)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
     """Make ``out`` hold this sweep: new, the same sweep (resume), or refused."""
     marker = out / "sweep.json"
@@ -132,7 +124,7 @@ def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
         if not same:
             shutil.rmtree(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
-    _write_atomic(marker, json.dumps(spec, indent=1, sort_keys=True, default=str) + "\n")
+    atomic_text(marker, json.dumps(spec, indent=1, sort_keys=True, default=str) + "\n")
 
 
 def _progress(done: int, failed: int, total: int, started: float, ran: int) -> str:
@@ -166,11 +158,11 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
     def finished(point: Point, row: dict | None, error: BaseException | None) -> None:
         failure = out / "points" / f"{point.id}.error.txt"
         if error is None:
-            _write_atomic(out / "points" / f"{point.id}.json", json.dumps(row, default=float) + "\n")
+            atomic_text(out / "points" / f"{point.id}.json", json.dumps(row, default=float) + "\n")
             failure.unlink(missing_ok=True)
             counts["done"] += 1
         else:
-            _write_atomic(failure, f"{point.key}\n{error!r}\n")
+            atomic_text(failure, f"{point.key}\n{error!r}\n")
             counts["failed"] += 1
         if progress:
             ran = counts["done"] + counts["failed"] - (len(points) - len(pending))
@@ -217,10 +209,8 @@ def _gather(out: Path, points: list[Point]) -> pd.DataFrame:
             for p in points if (out / "points" / f"{p.id}.json").exists()]
     results = pd.DataFrame(rows)
     if not results.empty:
-        tmp = out / ".results.parquet.tmp"
-        results.to_parquet(tmp, index=False)
-        os.replace(tmp, out / "results.parquet")
-        _write_atomic(out / "results.csv", results.to_csv(index=False))
+        atomic_write(out / "results.parquet", lambda tmp: results.to_parquet(tmp, index=False))
+        atomic_text(out / "results.csv", results.to_csv(index=False))
     return results
 
 

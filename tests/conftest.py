@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 import pytest
 
 from asgdsim.scenario import scenario_from_dict
+
+# the usual umask, so tests can check that what asgdsim writes is readable by
+# others (0644); Dask's worker processes inherit it
+os.umask(0o022)
 
 BASE = {
     "name": "test",

@@ -2,6 +2,7 @@
 message naming the file and key, overrides applied."""
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,8 @@ def test_default_scenario_writes_every_file(tmp_path, capsys):
     assert main(["run", str(DEFAULT), "--out", str(out)]) == 0
     for name in RUN_FILES:
         assert (out / name).stat().st_size > 0, name
+        # others can read what a run writes (conftest sets umask 022)
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o644, name
     summary = json.loads((out / "summary.json").read_text())
     assert CONTRACT_SUMMARY_KEYS <= summary.keys()
     assert summary["scenario"] == "tsubame-kfc-dl-vgg16" and summary["learners"] == 64

@@ -1,6 +1,7 @@
 """Sweeps on a real local Dask cluster: seeds independent of workers,
 resumption with nothing lost or repeated, other sweeps' folders refused."""
 
+import stat
 from pathlib import Path
 
 import pandas as pd
@@ -34,6 +35,8 @@ def test_results_do_not_depend_on_the_worker_count(two_workers, tmp_path):
     on_disk = pd.read_parquet(out / "results.parquet")
     pd.testing.assert_frame_equal(numbers(on_disk), numbers(results))
     assert len(pd.read_csv(out / "results.csv")) == 8
+    for name in ("results.csv", "results.parquet", "sweep.json"):   # conftest sets umask 022
+        assert stat.S_IMODE((out / name).stat().st_mode) == 0o644, name
     # replications differ, and each seed comes from the point alone
     assert results["seed"].nunique() == 8
     point = grid_points(GRID, 2)[3]

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import catalog
+from .distributions import law_from_spec
 from .memory import footprint
 from .scenario import GpuSpec, ScenarioError, catalog_model, scenario_from_dict
 from .simulation import simulate
@@ -171,7 +172,9 @@ def _se_of_mean(x: np.ndarray, batches: int = 20) -> float:
 def _regime(sc) -> dict:
     timing = sc.timing
     if isinstance(timing.compute, str):
-        law = "constant" if timing.jitter == "none" else f"jitter {timing.jitter.cv or 0:g}"
+        cv = 0.0 if timing.jitter == "none" else law_from_spec(timing.jitter).cv
+        law = ("constant" if cv == 0 else "jitter cv <= 0.05" if cv <= 0.05
+               else "jitter cv > 0.05")
     else:
         law = timing.compute.distribution
     return {"law": law, "communication": timing.communication}
@@ -235,7 +238,7 @@ def run_suite(count: int, seed: int = 0, progress: bool = False) -> pd.DataFrame
     rows = []
     for i, data in enumerate(draw(count, seed)):
         rows.append({**check(data), "scenario": data})
-        if progress:
+        if progress and (sys.stderr.isatty() or (i + 1) % max(1, count // 10) == 0):
             print(f"{i + 1}/{count}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
     return pd.DataFrame(rows)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,11 +104,27 @@ def _prediction_text(pred: Prediction) -> str:
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
         f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
         f"p95 {s['minibatch']['p95']}   ({s['laws']['minibatch']})",
+        *_symbols(s["laws"]),
     ])
 
 
-def _simulate_into(args: argparse.Namespace, suffix: str = "") -> tuple[Result, Path]:
-    """Simulate the command's scenario and write its files (run and compare)."""
+#: the letters the laws are written in
+SYMBOLS = {"G": "GPUs", "M": "learners", "P": "learners of a round", "m": "mean learner step",
+           "T": "update cycle", "U": "uniform on [0, 1)", "X": "a learner step",
+           "cv": "coefficient of variation of a step"}
+
+
+def _symbols(laws: dict[str, str]) -> list[str]:
+    """The key to the letters the printed laws use, if they use any."""
+    words = set(re.findall(r"\b[A-Za-z]+\b", " ".join(laws.values())))
+    used = [f"{k} {v}" for k, v in SYMBOLS.items() if k in words]
+    return [f"  where {'; '.join(used)}"] if used else []
+
+
+def _simulate_into(args: argparse.Namespace, suffix: str = "",
+                   events: bool = True) -> tuple[Result, Path]:
+    """Simulate the command's scenario and write its files (run and compare;
+    ``events`` False leaves out the per-gradient and per-update tables)."""
     from .output import check_writable, write_run
     from .simulation import simulate
 
@@ -115,14 +132,16 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "") -> tuple[Result, 
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
     result = simulate(scenario)
-    write_run(result, out, overwrite=True)
+    write_run(result, out, overwrite=True, events=events)
     return result, out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .output import RUN_FILES
+
     result, out = _simulate_into(args)
     print(headline(result))
-    print(f"wrote {out}/: summary.json, gradients.parquet, updates.parquet, scenario.yaml, figures/")
+    print(f"wrote {out}/: {', '.join(RUN_FILES)}")
     return 0
 
 
@@ -132,29 +151,44 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .compare import comparison
+    from .output import COMPARE_FILES
 
-    result, out = _simulate_into(args, "-compare")
+    result, out = _simulate_into(args, "-compare", events=False)
     table = comparison(result)
     print(f"{result.scenario.name}: simulated against the closed form "
-          f"({result.summary['gradients']} gradients, {result.summary['updates']} updates)")
+          f"({result.summary['gradients']} gradients, {result.summary['updates']} updates; "
+          f"epoch time {result.summary['epoch_time_basis']})")
     for line in _caveat(result.prediction):
         print(line)
+    print(f"  {'figure':<26}{'simulated':>14}{'closed form':>14}{'rel. err':>11}")
     for row in table.itertuples(index=False):
         err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"
-        right = "" if pd.isna(row.closed_form) else f"{row.closed_form:>14.4g}"
-        print(f"  {row.figure:<26}{row.simulated:>14.4g}{right:>14}{err}")
-    print(f"wrote {out}/ (comparison.csv, figures/)")
+        right = "" if pd.isna(row.closed_form) else _number(row.closed_form)
+        print(f"{'*' if row.checked else ' '} {row.figure:<26}{_number(row.simulated):>14}"
+              f"{right:>14}{err}")
+    print("  * the figures --check holds to its tolerance: relative errors of epoch time and "
+          "the means (staleness relative to at least 1), total-variation distances; "
+          "ks and wasserstein are the Kolmogorov-Smirnov and Wasserstein-1 distances")
+    print(f"wrote {out}/: {', '.join(COMPARE_FILES)}")
     if args.check is not None:
         worse = {k: v for k, v in result.summary["agreement"].items() if v > args.check}
         if result.prediction.outside_assumptions is not None:
             print(f"--check fails: {result.prediction.outside_assumptions}", file=sys.stderr)
             return 1
         if worse:
-            print(f"agreement worse than {args.check}: " +
+            print(f"--check fails: worse than {args.check}: " +
                   ", ".join(f"{k} {v:.4f}" for k, v in worse.items()), file=sys.stderr)
             return 1
-        print(f"every agreement figure within {args.check}")
+        print(f"--check passes: the {len(result.summary['agreement'])} checked figures (*) "
+              f"are within {args.check}")
     return 0
+
+
+def _number(x: float) -> str:
+    """A figure as people read it: integers whole, large values with one decimal."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4f}"
 
 
 def _grid(pairs: list[str]) -> dict[str, list]:
@@ -180,11 +214,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     try:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
-                        workers=args.workers or 1, scheduler=args.scheduler,
-                        overwrite=args.overwrite, progress=print_progress)
+                        workers=1 if args.workers is None else args.workers,
+                        scheduler=args.scheduler, overwrite=args.overwrite,
+                        progress=print_progress, overrides=_overrides(args.set))
     except SweepError as exc:
         raise UsageError(str(exc)) from None
-    print(file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)     # end the progress line
     failed = len(list(Path(args.out, "points").glob("*.error.txt")))
     print(f"{len(results)} points in {args.out}/results.parquet and results.csv"
           + (f"; {failed} failed (see {args.out}/points/*.error.txt; rerun to retry)" if failed else ""))
@@ -285,12 +321,13 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     kinds = [args.kind] if args.kind else list(catalog.KINDS)
     for kind in kinds:
         print(f"{kind}:")
+        width = max(map(len, catalog.names(kind))) + 2
         for name in catalog.names(kind):
             entry = catalog.lookup(kind, name)
             figures = ", ".join(f"{c} {entry[c] if not isinstance(entry[c], dict) else entry[c]['name']}"
                                 for c in _CATALOG_COLUMNS[kind] if c in entry)
-            print(f"  {name:<16}{figures}")
-            print(f"  {'':<16}source: {entry.get('source', '-')}")
+            print(f"  {name:<{width}}{figures}")
+            print(f"  {'':<{width}}source: {entry.get('source', '-')}")
     return 0
 
 
@@ -370,8 +407,12 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--out", help="output folder (default runs/<name>-compare)")
     comp.add_argument("--seed", type=int, help="seed instead of the scenario's")
     comp.add_argument("--check", type=float, metavar="TOL",
-                      help="exit 1 if any agreement figure (relative errors, TV distances) exceeds TOL")
-    comp.add_argument("--overwrite", action="store_true")
+                      help="exit 1 if any of the five agreement figures exceeds TOL (relative "
+                      "errors of epoch time, mean staleness and mean mini-batch; total-variation "
+                      "distances of the two laws), or if the closed form is outside its "
+                      "assumptions")
+    comp.add_argument("--overwrite", action="store_true",
+                      help="replace this comparison's files in an output folder that holds files")
     comp.set_defaults(func=cmd_compare)
 
     swp = sub.add_parser("sweep", help="simulate a grid of variations on Dask, resumably",
@@ -379,10 +420,15 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("scenario", help="scenario YAML file")
     swp.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
                      help="a dotted key and its values; several --grid make a product")
-    swp.add_argument("--replications", type=int, default=1)
+    swp.add_argument("--replications", type=int, default=1,
+                     help="runs per grid point, each with its own seed (default 1)")
+    swp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one scenario key for every point, e.g. stop.epochs=0.5")
     swp.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
     swp.add_argument("--scheduler", help="address of an existing Dask scheduler")
-    swp.add_argument("--out", required=True, help="folder of the sweep (resumed if it holds it)")
+    swp.add_argument("--out", required=True,
+                     help="folder of the sweep; run again to resume, or with more values or "
+                     "replications of the same grid keys to run only the new points")
     swp.add_argument("--overwrite", action="store_true",
                      help="replace a folder that holds something else")
     swp.set_defaults(func=cmd_sweep)
@@ -390,17 +436,23 @@ def _parser() -> argparse.ArgumentParser:
     pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
                          description="the fastest configuration for a target mini-batch size")
     pln.add_argument("scenario", help="scenario YAML file (its machine, model and algorithm)")
-    pln.add_argument("--target-minibatch", type=float, required=True, metavar="B")
-    pln.add_argument("--tolerance", type=float, default=0.1)
-    pln.add_argument("--max-gpus", type=int, default=1024)
+    pln.add_argument("--target-minibatch", type=float, required=True, metavar="B",
+                     help="the mean mini-batch size (samples) wanted")
+    pln.add_argument("--tolerance", type=float, default=0.1,
+                     help="the band around B, relative (default 0.1: B +- 10 %%)")
+    pln.add_argument("--max-gpus", type=int, default=1024,
+                     help="largest cluster to consider, in GPUs (default 1024; the machine "
+                     "preset's size also bounds it)")
     pln.add_argument("--max-staleness", type=float, metavar="S",
                      help="also require a mean staleness of at most S")
     pln.add_argument("--confirm", type=int, default=3, metavar="K",
-                     help="simulate candidates in order until K are feasible by simulation")
+                     help="simulate candidates in order until K are feasible by simulation "
+                     "(default 3; 0 ranks by the closed form alone)")
     pln.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
     pln.add_argument("--out", help="output folder (default runs/<name>-plan)")
-    pln.add_argument("--overwrite", action="store_true")
+    pln.add_argument("--overwrite", action="store_true",
+                     help="replace plan.csv and plan.png in an output folder that holds files")
     pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override one scenario key first, e.g. stop.epochs=5")
     pln.set_defaults(func=cmd_plan)
@@ -420,13 +472,14 @@ def _parser() -> argparse.ArgumentParser:
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")
     prof.add_argument("--model", required=True, help="catalog model name")
-    prof.add_argument("--batch", type=int, required=True)
+    prof.add_argument("--batch", type=int, required=True, help="sub-batch size to time")
     prof.add_argument("--gpu", required=True,
                       help="catalog name of the device measured (the table's gpu column)")
     prof.add_argument("--device", default="cpu", help="PyTorch device: cpu, cuda, cuda:1 ...")
-    prof.add_argument("--repeats", type=int, default=5)
+    prof.add_argument("--repeats", type=int, default=5,
+                      help="timed runs per kernel after a warm-up; the median is kept (default 5)")
     prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
-    prof.add_argument("--overwrite", action="store_true")
+    prof.add_argument("--overwrite", action="store_true", help="replace an existing table file")
     prof.set_defaults(func=cmd_profile)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")

@@ -17,11 +17,14 @@ from .errors import OutputExists
 from .scenario import resolved_yaml
 from .simulation import Result
 
-__all__ = ["OutputExists", "write_run", "RUN_FILES"]
+__all__ = ["COMPARE_FILES", "OutputExists", "RUN_FILES", "write_run"]
 
-RUN_FILES = ("summary.json", "gradients.parquet", "updates.parquet", "scenario.yaml",
-             "comparison.csv", "figures/staleness.png", "figures/minibatch.png",
-             "figures/minibatch_over_time.png", "figures/utilisation.png")
+EVENT_FILES = ("gradients.parquet", "updates.parquet")
+FIGURES = ("figures/staleness.png", "figures/minibatch.png", "figures/over_time.png",
+           "figures/utilisation.png")
+#: what ``run`` writes, and ``compare`` (the same without the event tables)
+RUN_FILES = ("summary.json", *EVENT_FILES, "scenario.yaml", "comparison.csv", *FIGURES)
+COMPARE_FILES = tuple(f for f in RUN_FILES if f not in EVENT_FILES)
 
 
 def check_writable(out: Path, overwrite: bool) -> None:
@@ -32,17 +35,20 @@ def check_writable(out: Path, overwrite: bool) -> None:
                            "files there, or choose another folder with --out")
 
 
-def write_run(result: Result, out: Path, overwrite: bool = False) -> list[Path]:
-    """Write every file of CONTRACT.md's ``run`` into ``out``; return their paths."""
+def write_run(result: Result, out: Path, overwrite: bool = False,
+              events: bool = True) -> list[Path]:
+    """Write the files of ``run`` (DESIGN.md) into ``out``, without the event
+    tables if ``events`` is False; return their paths."""
     out = Path(out)
     check_writable(out, overwrite)
     sc = result.scenario
 
     atomic_text(out / "summary.json", json.dumps(result.summary, indent=2) + "\n")
-    atomic_write(out / "gradients.parquet", lambda tmp: result.gradients.to_parquet(tmp, index=False))
-    atomic_write(out / "updates.parquet", lambda tmp: result.updates.to_parquet(tmp, index=False))
+    if events:
+        atomic_write(out / "gradients.parquet", lambda tmp: result.gradients.to_parquet(tmp, index=False))
+        atomic_write(out / "updates.parquet", lambda tmp: result.updates.to_parquet(tmp, index=False))
     atomic_text(out / "scenario.yaml", resolved_yaml(sc))
     atomic_write(out / "comparison.csv", lambda tmp: comparison(result).to_csv(tmp, index=False))
     for name, fig in compare_figures(result).items():
         atomic_write(out / "figures" / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
-    return [out / f for f in RUN_FILES]
+    return [out / f for f in (RUN_FILES if events else COMPARE_FILES)]

@@ -158,27 +158,41 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
 
 
 def plan_figure(result: Plan, name: str) -> Figure:
-    """Epoch time against mean mini-batch for every candidate; the feasible
-    band shaded, the choice marked."""
+    """Epoch time (s) against mean mini-batch for every candidate that fits
+    in memory, by the closed form: the target band shaded, each kind of candidate in its own
+    marker with its count in the legend, the simulated ones with their
+    simulated figures, and the choice marked."""
     t = result.table
-    fig = Figure(figsize=(8, 4.8), layout="constrained")
+    fig = Figure(figsize=(8.5, 5), layout="constrained")
     ax = fig.add_subplot()
     lo, hi = result.target * (1 - result.tolerance), result.target * (1 + result.tolerance)
     ax.axvspan(lo, hi, color="#2e8b57", alpha=0.12, label=f"target {result.target:g} ± {result.tolerance:.0%}")
-    ax.scatter(t["predicted_minibatch_mean"], t["predicted_epoch_time_s"] / 3600, s=10,
-               c=np.where(t["feasible"], "#2e8b57", "#9aa5b1"), label="candidates (closed form)")
+    too_big = ~t["fits_memory"]       # never predicted: nothing to draw
+    kinds = [(~too_big & ~t["feasible"], dict(s=8, color="#9aa5b1"), "outside the target by the closed form"),
+             (t["feasible"], dict(s=28, color="#2e8b57", edgecolors="white", linewidths=0.5),
+              "in the target by the closed form")]
+    for rows, style, label in kinds:
+        ax.scatter(t.loc[rows, "predicted_minibatch_mean"], t.loc[rows, "predicted_epoch_time_s"],
+                   label=f"{label} ({int(rows.sum())})", zorder=3, **style)
     simulated = t.dropna(subset=["simulated_epoch_time_s"])
-    ax.scatter(simulated["simulated_minibatch_mean"], simulated["simulated_epoch_time_s"] / 3600,
-               marker="s", facecolors="none", edgecolors="#1f3b5c", s=40, label="simulated")
+    for confirmed, style, label in ((True, dict(marker="s", edgecolors="#1f3b5c"), "confirmed by simulation"),
+                                    (False, dict(marker="D", edgecolors="#c0392b"), "refuted by simulation")):
+        rows = simulated[simulated["feasible"] == confirmed]
+        if len(rows):
+            ax.scatter(rows["simulated_minibatch_mean"], rows["simulated_epoch_time_s"], s=60,
+                       facecolors="none", zorder=4, label=f"{label}, simulated figures ({len(rows)})",
+                       **style)
     if result.best is not None:
         b = result.best
-        ax.scatter([b["predicted_minibatch_mean"]], [b["predicted_epoch_time_s"] / 3600], marker="*",
-                   s=220, color="#c0392b", zorder=5,
+        ax.scatter([b["predicted_minibatch_mean"]], [b["predicted_epoch_time_s"]], marker="*",
+                   s=260, color="#c0392b", edgecolors="white", zorder=5,
                    label=f"choice: {b['nodes']} x {b['gpus_per_node']} GPUs, sub-batch {b['sub_batch']}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("mean mini-batch size (samples)")
-    ax.set_ylabel("epoch time (h)")
-    ax.set_title(f"{name}: configurations for a mini-batch of {result.target:g}")
-    ax.legend(frameon=False, fontsize=8)
+    ax.set_ylabel("epoch time (s)")
+    fig.suptitle(f"{name}: configurations for a mini-batch of {result.target:g}"
+                 + (f"\n({int(too_big.sum())} more do not fit in GPU memory)" if too_big.any() else ""),
+                 fontsize=10)
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig

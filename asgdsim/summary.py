@@ -1,10 +1,11 @@
 """The summary of a run: the contract's headline figures, side by side with
 the closed form.
 
-Epoch time follows CONTRACT.md: simulated seconds until the samples of
-applied gradients reach the dataset size, per epoch. A run stopped by
-``epochs`` reports the time its last epoch was reached divided by the
-epochs; a run stopped otherwise extrapolates from its throughput.
+Epoch time (DESIGN.md, "Words"): simulated seconds until the samples of
+applied gradients reach the dataset size, per epoch. A run that reached its
+``epochs`` reports the time the last one was reached divided by the epochs;
+a run stopped otherwise scales the time of its last update by the epochs it
+applied, and ``epoch_time_basis`` says which of the two the figure is.
 """
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ from .scenario import Scenario
 __all__ = ["summarize", "epoch_time", "agreement"]
 
 
-def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> float:
+def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
+    """(seconds per epoch, how they were had)."""
     dataset = scenario.workload.dataset_samples
     if updates.empty:
-        return float("nan")
+        return float("nan"), "no update was applied"
     cumulative = updates["minibatch"].to_numpy().cumsum()
     epochs = scenario.stop.epochs
     if epochs and cumulative[-1] >= epochs * dataset:
         reached = int(np.searchsorted(cumulative, epochs * dataset))
-        return float(updates["t"].iloc[reached]) / epochs
-    return float(updates["t"].iloc[-1]) * dataset / float(cumulative[-1])
+        basis = f"measured over {epochs:g} epochs" if epochs >= 1 else f"scaled from {epochs:g} epochs"
+        return float(updates["t"].iloc[reached]) / epochs, basis
+    applied = float(cumulative[-1]) / dataset
+    return (float(updates["t"].iloc[-1]) / applied,
+            f"extrapolated from {applied:.3g} epochs applied")
 
 
 def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:
@@ -66,7 +71,8 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
         "updates": int(len(updates)),
         "samples": samples,
         "simulated_time_s": float(simulated_time_s),
-        "epoch_time_s": epoch_time(scenario, updates),
+        "epoch_time_s": (epoch := epoch_time(scenario, updates))[0],
+        "epoch_time_basis": epoch[1],
         "throughput_samples_per_s": samples / simulated_time_s if simulated_time_s else 0.0,
         "staleness": staleness.describe(),
         "minibatch": minibatch.describe(),

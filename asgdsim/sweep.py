@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import shutil
 import sys
 import time
@@ -33,7 +34,7 @@ import pandas as pd
 import yaml
 
 from .atomic import atomic_text, atomic_write
-from .scenario import load_scenario, scenario_from_dict
+from .scenario import apply_overrides, load_scenario, scenario_from_dict
 from .simulation import simulate
 
 __all__ = ["Point", "SweepError", "grid_points", "point_seed", "run_point", "run_on_dask", "sweep",
@@ -117,10 +118,14 @@ def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
     """Make ``out`` hold this sweep: new, the same sweep (resume), or refused."""
     marker = out / "sweep.json"
     if out.exists() and any(out.iterdir()):
-        same = marker.exists() and json.loads(marker.read_text()) == spec
+        # the same scenario and grid keys: the same sweep, perhaps with more
+        # values or replications; its finished points are kept, only the new run
+        old = json.loads(marker.read_text()) if marker.exists() else {}
+        same = old.get("scenario") == json.loads(json.dumps(spec["scenario"], default=str)) \
+            and old.get("keys") == spec["keys"]
         if not same and not overwrite:
-            raise SweepError(f"{out} holds other files or another sweep; pass --overwrite to "
-                             "replace them, or choose another --out")
+            raise SweepError(f"{out} holds other files or a sweep of another scenario or grid "
+                             "keys; pass --overwrite to replace them, or choose another --out")
         if not same:
             shutil.rmtree(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
@@ -131,26 +136,34 @@ def _progress(done: int, failed: int, total: int, started: float, ran: int) -> s
     elapsed = time.monotonic() - started
     left = (total - done - failed) * elapsed / ran if ran else float("nan")
     eta = f"~{left:.0f} s left" if left == left else "estimating"
-    return f"\r[{done + failed}/{total}] done {done}, failed {failed}, {eta}   "
+    return f"[{done + failed}/{total}] done {done}, failed {failed}, {eta}"
 
 
 def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
           out: str | Path, workers: int = 1, scheduler: str | None = None,
-          overwrite: bool = False, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Run every grid point not yet finished in ``out``; return all results.
+          overwrite: bool = False, progress: Callable[[str], None] | None = None,
+          overrides: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Run every grid point not yet finished in ``out``; return the grid's results.
 
-    ``workers`` local worker processes, or the Dask cluster at ``scheduler``.
+    ``workers`` local worker processes, or the Dask cluster at ``scheduler``;
+    ``overrides`` (dotted keys, as ``--set``) change the scenario for every
+    point. Running again with more values or replications of the same grid
+    keys runs only the new points.
     """
     if not grid or any(not isinstance(v, list) or not v for v in grid.values()):
         raise SweepError("a grid needs at least one key, each with a list of values")
     if replications < 1 or workers < 1:
         raise SweepError("replications and workers must be at least 1")
     raw, source = raw_scenario(scenario)
+    if overrides:
+        scenario_from_dict(raw, overrides, source=source)     # refused here if wrong
+        raw = apply_overrides(raw, overrides, source)
     points = grid_points(grid, replications)
     for point in points[::replications]:        # every value checked before anything runs
         scenario_from_dict(raw, point.overrides, source=source)
     out = Path(out)
-    _prepare(out, {"scenario": raw, "grid": grid, "replications": replications}, overwrite)
+    _prepare(out, {"scenario": raw, "keys": list(grid), "grid": grid, "replications": replications},
+             overwrite)
     pending = [p for p in points if not (out / "points" / f"{p.id}.json").exists()]
     counts = {"done": len(points) - len(pending), "failed": 0}
     started = time.monotonic()
@@ -185,7 +198,9 @@ def run_on_dask(raw: dict, source: str, points: list[Point],
     # a local cluster listens on loopback only, its dashboard on a free port
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
                                                   processes=True, host="127.0.0.1",
-                                                  dashboard_address="127.0.0.1:0")
+                                                  dashboard_address="127.0.0.1:0",
+                                                  # not the nanny's shutdown chatter
+                                                  silence_logs=logging.ERROR)
     client = Client(scheduler or cluster)
     try:
         submit = lambda p: client.submit(run_point, raw, source, p, pure=False)  # noqa: E731
@@ -215,6 +230,13 @@ def _gather(out: Path, points: list[Point]) -> pd.DataFrame:
 
 
 def print_progress(line: str) -> None:
-    sys.stderr.write(line)
+    """One line rewritten in place on a terminal; in a log, a line per tenth
+    of the sweep (and the last)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{line}   ")
+    else:
+        done, total = map(int, line[1:line.index("]")].split("/"))
+        if done == total or done % max(1, total // 10) == 0:
+            sys.stderr.write(line + "\n")
     sys.stderr.flush()
 

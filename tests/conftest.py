@@ -67,3 +67,21 @@ def check_pmf(samples: np.ndarray, pmf, z: float = 4.0) -> None:
         budget += z * se
     from asgdsim.pmf import Pmf, total_variation
     assert total_variation(Pmf.of_samples(samples), pmf) <= 0.5 * budget
+
+
+@pytest.fixture(scope="session")
+def shipped_run():
+    """A shipped scenario's run by file stem, simulated once per session
+    (the regression suite and the claims test read the same runs)."""
+    from pathlib import Path
+
+    from asgdsim import load_scenario, simulate
+
+    scenarios = Path(__file__).resolve().parents[1] / "scenarios"
+    runs = {}
+
+    def run(stem: str):
+        if stem not in runs:
+            runs[stem] = simulate(load_scenario(scenarios / f"{stem}.yaml"))
+        return runs[stem]
+    return run

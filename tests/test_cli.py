@@ -13,7 +13,7 @@ import yaml
 
 from asgdsim import load_scenario
 from asgdsim.cli import main
-from asgdsim.output import RUN_FILES
+from asgdsim.output import COMPARE_FILES, RUN_FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "scenarios" / "tsubame-kfc-dl-vgg16.yaml"
@@ -182,13 +182,21 @@ def test_compare_writes_the_table_and_checks(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "staleness wasserstein" in printed and "within 0.1" in printed
     table = pd.read_csv(out / "comparison.csv")
-    assert {"figure", "simulated", "closed_form", "rel_err"} <= set(table.columns)
-    for name in ("staleness.png", "minibatch.png", "minibatch_over_time.png", "utilisation.png"):
-        assert (out / "figures" / name).stat().st_size > 0
+    assert {"figure", "simulated", "closed_form", "rel_err", "checked"} <= set(table.columns)
+    # the rows marked checked are the summary's agreement figures, with their values
+    agreement = json.loads((out / "summary.json").read_text())["agreement"]
+    checked = table[table["checked"]]
+    assert len(checked) == len(agreement) == 5
+    assert sorted(checked["rel_err"].fillna(checked["simulated"])) == \
+        pytest.approx(sorted(agreement.values()))
+    # every file compare writes is named in its last line, and nothing else is written
+    for name in COMPARE_FILES:
+        assert (out / name).stat().st_size > 0 and name in printed
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.*")) == sorted(COMPARE_FILES)
     # a tolerance nothing meets fails the check with status 1
     assert main(["compare", str(ideal), "--out", str(out), "--overwrite",
                  "--set", "stop.epochs=0.2", "--check", "0"]) == 1
-    assert "agreement worse than 0" in capsys.readouterr().err
+    assert "--check fails: worse than 0" in capsys.readouterr().err
 
 
 def test_compare_says_where_the_closed_form_does_not_apply(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The package as a user installs it: a built wheel in a fresh virtual
 environment, not the editable checkout the other tests see."""
 
+import shutil
 import subprocess
 import sys
 import venv
@@ -11,9 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_installs_and_runs_the_default_scenario(tmp_path):
+    # built from a copy, so that setuptools' build/ stays out of the checkout
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "runs", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "-w", str(dist), str(ROOT)], check=True)
+                    "--no-build-isolation", "-w", str(dist), str(source)], check=True)
     wheel = next(dist.glob("asgdsim-*.whl"))
     shipped = set(zipfile.ZipFile(wheel).namelist())
     data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "asgdsim" / "catalog").iterdir()

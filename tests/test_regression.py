@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from asgdsim import load_scenario, simulate
 from asgdsim.regress import END, START, agreement_table, golden, scenario_files, tolerances
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,9 +32,9 @@ def assert_close(actual, expected, where=""):
         assert actual == expected, (where, actual, expected)
 
 
-@pytest.fixture(scope="module", params=SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def run(request):
-    return simulate(load_scenario(request.param))
+@pytest.fixture(params=SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def run(request, shipped_run):
+    return shipped_run(request.param.stem)
 
 
 def test_summary_equals_the_golden_file(run):

@@ -58,12 +58,28 @@ def test_a_rerun_resumes_without_repeating(two_workers):
 
 def test_another_sweep_is_not_written_over(two_workers, capsys):
     out, _ = two_workers
-    other = {**GRID, "cluster.nodes": [4]}
+    other_keys = {"cluster.nodes": [1, 2], "stop.epochs": [0.05]}
     with pytest.raises(SweepError):
-        sweep(SCENARIO, other, out=out)
+        sweep(SCENARIO, other_keys, out=out)
     assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=4", "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    # another scenario (a --set for every point) is another sweep too
+    assert main(["sweep", str(SCENARIO), "--out", str(out), "--set", "seed=99",
+                 *[f"--grid={k}={','.join(map(str, v))}" for k, v in GRID.items()]]) == 2
     assert len(list((out / "points").glob("*.json"))) == 8
+
+
+def test_a_grid_extended_runs_only_its_new_points(tmp_path):
+    out = tmp_path / "grow"
+    small = {**GRID, "cluster.nodes": [1]}
+    first = sweep(SCENARIO, small, out=out)
+    assert len(first) == 2
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "points").glob("*.json")}
+    grown = sweep(SCENARIO, {**GRID, "cluster.nodes": [1, 2]}, out=out)
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "points").glob("*.json")}
+    assert len(grown) == 4 and len(after) == 4
+    assert all(after[name] == mtime for name, mtime in before.items())   # not run again
+    pd.testing.assert_frame_equal(numbers(grown[grown["cluster.nodes"] == 1]), numbers(first))
 
 
 def test_bad_grids_are_refused_before_anything_runs(tmp_path, capsys):

@@ -1,6 +1,14 @@
-"""Rebuild ``kernels.csv`` from the public measurements in shared/data.
+"""Rebuild ``kernels.csv`` from the public measurements it was built from.
 
-    python -m asgdsim.catalog.build_kernels ../shared/data
+    python -m asgdsim.catalog.build_kernels DATA_DIR
+
+DATA_DIR holds ``deepbench_conv.csv``, ``deepbench_gemm.csv`` and
+``layer_times.csv``: DeepBench's training results
+(baidu-research/DeepBench@da81ba7, results/train/*.xlsx) and the layer
+tables of soumith/convnet-benchmarks (@b458aab and @6468ba7), flattened to
+CSV with a source per row. They are not shipped with the package; the
+kernels.csv they make is, with the same sources in its ``source`` column.
+Then ``python -m asgdsim.catalog.refit`` stores the new fits.
 
 One row per measured kernel, in the package's long format: the GPU (catalog
 name), the operation (conv or gemm), the pass (fwd, bwd_data, bwd_filter),
@@ -123,5 +131,14 @@ def main(data: str) -> None:
     print(f"copied {allreduce}")
 
 
+INPUTS = ("deepbench_conv.csv", "deepbench_gemm.csv", "layer_times.csv")
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/data")
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m asgdsim.catalog.build_kernels DATA_DIR (see the module's docstring)")
+    missing = [name for name in INPUTS if not (Path(sys.argv[1]) / name).is_file()]
+    if missing:
+        print(f"build_kernels: {sys.argv[1]} lacks {', '.join(missing)}; see "
+              "python -m pydoc asgdsim.catalog.build_kernels for what they are", file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1])

@@ -1,0 +1,90 @@
+"""Every figure the README and the scenarios' comments quote, against a
+fresh run of the shipped scenarios.
+
+Each claim is the words as written, with the figure in them replaced by a
+format, and where the figure comes from. The test formats the fresh figure
+and looks for the result in the file, so a model change that moves a quoted
+figure fails here until the words are brought up to date.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+
+
+def summary(stem, *keys):
+    """A figure of a shipped scenario's summary.json, by its keys."""
+    def figure(run):
+        value = run(stem).summary
+        for key in keys:
+            value = value[key]
+        return value
+    return figure
+
+
+def utilisation(stem, kind):
+    return lambda run: 100 * run(stem).summary["utilisation"][kind]
+
+
+KFC, KFC64, T25 = "tsubame-kfc-dl-vgg16", "tsubame-kfc-dl-vgg16-64nodes", "tsubame2.5-vgg16-16nodes"
+PS16, PS64, DGX = "gpu-asgd-k20x-async", "gpu-asgd-k20x-async-saturated", "dgx-a100-resnet50"
+ALEX = "tsubame-kfc-dl-alexnet-sb8"
+
+#: (file, the words with {} for the figure, the figure)
+CLAIMS = [
+    (f"{KFC64}.yaml", "lengthens the cycle a little ({:.3f} s against",
+     summary(KFC64, "analytic", "t_update_s")),
+    (f"{KFC64}.yaml", "against {:.3f} s at 8 nodes)", summary(KFC, "analytic", "t_update_s")),
+    (f"{KFC64}.yaml", "mini-batch grows from {:,.0f} to", summary(KFC, "minibatch", "mean")),
+    (f"{KFC64}.yaml", "to {:,.0f} samples", summary(KFC64, "minibatch", "mean")),
+    (f"{KFC64}.yaml", "(mean {:.2f} against", summary(KFC64, "staleness", "mean")),
+    (f"{KFC64}.yaml", "against {:.2f})", summary(KFC, "staleness", "mean")),
+    (f"{T25}.yaml", "step ({:.3f} s against", summary(T25, "analytic", "t_gpu_s")),
+    (f"{T25}.yaml", "against {:.3f} s), with", summary(KFC, "analytic", "t_gpu_s")),
+    (f"{T25}.yaml", "about as long ({:.3f} s)", summary(T25, "analytic", "t_update_s")),
+    (f"{T25}.yaml", "(mean mini-batch {:.0f} against", summary(T25, "minibatch", "mean")),
+    (f"{T25}.yaml", "against {:.0f}) and more", summary(KFC, "minibatch", "mean")),
+    (f"{T25}.yaml", "(mean staleness {:.2f} against", summary(T25, "staleness", "mean")),
+    (f"{T25}.yaml", "against {:.2f}).", summary(KFC, "staleness", "mean")),
+    (f"{PS16}.yaml", "busy {:.0f} % of the time", utilisation(PS16, "server_port_in")),
+    (f"{PS16}.yaml", "compute {:.0f} % of it", utilisation(PS16, "gpu")),
+    (f"{PS16}.yaml", "(mean {:.2f})", summary(PS16, "staleness", "mean")),
+    (f"{PS64}.yaml", "takes {:.0f} s against", summary(PS64, "epoch_time_s")),
+    (f"{PS64}.yaml", "against {:.0f} s with 16", summary(PS16, "epoch_time_s")),
+    (f"{PS64}.yaml", "compute {:.0f} % of the time", utilisation(PS64, "gpu")),
+    (f"{PS64}.yaml", "staleness {:.1f}.", summary(PS64, "staleness", "mean")),
+    (f"{PS64}.yaml", 'bound ("{}")', summary(PS64, "analytic", "bound")),
+    (f"{ALEX}.yaml", "GPU steps of {:.0f} ms", lambda run: 1e3 * run(ALEX).summary["analytic"]["t_gpu_s"]),
+    (f"{ALEX}.yaml", "a cycle of {:.0f} ms", lambda run: 1e3 * run(ALEX).summary["analytic"]["t_update_s"]),
+    (f"{ALEX}.yaml", "host links ({:.0f} % busy)", utilisation(ALEX, "host_link")),
+    (f"{ALEX}.yaml", "a mean mini-batch of {:.0f} samples", summary(ALEX, "minibatch", "mean")),
+    (f"{DGX}.yaml", "tables): {:.3f} s per step", summary(DGX, "analytic", "t_gpu_s")),
+    (f"{DGX}.yaml", "against a {:.1f} ms cycle",
+     lambda run: 1e3 * run(DGX).summary["analytic"]["t_update_s"]),
+    (f"{DGX}.yaml", "About {:.0f} cycles pass",
+     lambda run: run(DGX).summary["analytic"]["t_gpu_s"] / run(DGX).summary["analytic"]["t_update_s"]),
+    (f"{DGX}.yaml", "applied {:.1f} versions late", summary(DGX, "staleness", "mean")),
+    ("ideal-async-exponential.yaml", "with mean {:.0f}.", summary("ideal-async-exponential", "staleness", "mean")),
+]
+
+
+@pytest.mark.parametrize("name, words, figure", CLAIMS, ids=[f"{c[0]}: {c[1]}" for c in CLAIMS])
+def test_scenario_comment_states_the_fresh_figure(shipped_run, name, words, figure):
+    text = (SCENARIOS / name).read_text()
+    # the comment's words as one line, wherever they wrap
+    comment = " ".join(line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#"))
+    assert words.format(figure(shipped_run)) in comment
+
+
+def test_readme_example_is_a_fresh_run_of_the_default_scenario(shipped_run):
+    from asgdsim.cli import headline
+
+    readme = (ROOT / "README.md").read_text()
+    shown = readme.split("<!-- the default run -->\n```\n", 1)[1].split("```", 1)[0]
+    fresh = headline(shipped_run(KFC)) + "\n"
+    wall = r"simulated in [0-9.]+ s"     # the machine's, not the model's
+    assert re.sub(wall, "", shown) == re.sub(wall, "", fresh)

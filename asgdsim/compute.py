@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import catalog
+from . import overheads
 from .layers import Layer
+from .overheads import Overheads
 from .scenario import GpuSpec, ModelSpec
 
 if TYPE_CHECKING:
@@ -247,16 +249,51 @@ def _pass_time(flops: float, nbytes: float, fit: tuple[float, float], gpu: GpuSp
                nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + overhead
 
 
-class KernelModel:
-    """The :class:`~asgdsim.costs.ComputeCost` built on kernel measurements."""
+@dataclass(frozen=True)
+class _Kernels:
+    """One layer's kernels as the GPU runs them, before the framework's overheads."""
 
-    def __init__(self, use_tables: bool, extra: str | None = None):
-        self.use_tables, self.extra = use_tables, extra
+    layer: str
+    op: str
+    forward: tuple[float, ...]
+    backward: tuple[float, ...]
+    source: str
+
+
+class KernelModel:
+    """The :class:`~asgdsim.costs.ComputeCost` built on kernel measurements,
+    with the framework's overheads (:mod:`asgdsim.overheads`) on top:
+    ``overheads`` None takes the fitted ones."""
+
+    def __init__(self, use_tables: bool, extra: str | None = None,
+                 overheads: Overheads | None = None):
+        self.use_tables, self.extra, self._overheads = use_tables, extra, overheads
+
+    @property
+    def overheads(self) -> Overheads:
+        return self._overheads if self._overheads is not None else framework_overheads()
 
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
         return sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch))
 
     def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[LayerTime]:
+        """Per layer, forward and backward seconds (each kernel at least the
+        framework's launch interval), then the framework's cost per step."""
+        o = self.overheads
+        def floored(kernels: tuple[float, ...]) -> float:
+            return sum(max(k, o.kernel_floor_s) for k in kernels)
+        layers = [LayerTime(k.layer, k.op, floored(k.forward), floored(k.backward), k.source)
+                  for k in self._kernels(gpu, model, batch)]
+        if o.step_s:
+            layers.append(LayerTime("(per step)", "framework", o.step_s, 0.0,
+                                    "fitted on whole networks"))
+        return layers
+
+    def kernel_times(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> np.ndarray:
+        """Every kernel's seconds of one step, without the framework's overheads."""
+        return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
+
+    def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
         eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
@@ -266,18 +303,18 @@ class KernelModel:
                 for i, layer in enumerate(model.graph)]
 
     def _layer(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
-               eff: dict, measured: dict) -> LayerTime:
+               eff: dict, measured: dict) -> _Kernels:
         if layer.op in ("conv", "fc"):
             return self._weighted(layer, first, gpu, n, eff, measured)
         # element-wise: forward reads the input and writes the output; backward
         # reads the output's gradient (and input) and writes the input's
         forward = n * BYTES * (layer.in_values + layer.out_values)
         fwd = forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
-        bwd = 0.0 if first else 1.5 * forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
-        return LayerTime(layer.name, layer.op, fwd, bwd, "roofline")
+        bwd = () if first else (1.5 * forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S,)
+        return _Kernels(layer.name, layer.op, (fwd,), bwd, "roofline")
 
     def _weighted(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
-                  eff: dict, measured: dict) -> LayerTime:
+                  eff: dict, measured: dict) -> _Kernels:
         flops = n * layer.flops
         weights = BYTES * layer.params
         inputs, outputs = n * BYTES * layer.in_values, n * BYTES * layer.out_values
@@ -317,17 +354,16 @@ class KernelModel:
             else:
                 times[pass_] = modelled(pass_, n)
                 sources.add("roofline")
-        return LayerTime(layer.name, layer.op, times["fwd"],
-                         times.get("bwd_data", 0.0) + times["bwd_filter"],
-                         "+".join(sorted(sources)))
+        backward = tuple(times[p] for p in ("bwd_data", "bwd_filter") if p in times)
+        return _Kernels(layer.name, layer.op, (times["fwd"],), backward, "+".join(sorted(sources)))
 
-    def _whole(self, gpu: GpuSpec, model: ModelSpec, n: int, eff: dict) -> LayerTime:
+    def _whole(self, gpu: GpuSpec, model: ModelSpec, n: int, eff: dict) -> _Kernels:
         """A model known by its totals: one compute-bound pass per direction."""
         flops = n * model.forward_flops
         fit = eff[("conv", "fwd")]
         fwd = _pass_time(flops, BYTES * model.parameters, fit, gpu)
         bwd = 2 * _pass_time(flops, BYTES * model.parameters, fit, gpu)
-        return LayerTime(model.name, "model", fwd, bwd, "roofline (totals)")
+        return _Kernels(model.name, "model", (fwd,), (bwd,), "roofline (totals)")
 
 
 def has_measurements(gpu: str, extra: str | None = None) -> bool:
@@ -346,7 +382,7 @@ def has_measurements(gpu: str, extra: str | None = None) -> bool:
 # make them be fitted afresh. tests/test_catalog.py keeps the file current:
 #     python -m asgdsim.catalog.refit
 
-FIT_INPUTS = ("kernels.csv", "same_library.csv", "gpus.yaml")
+FIT_INPUTS = ("kernels.csv", "same_library.csv", "gpus.yaml", "models.yaml", "whole_network.csv")
 FITTED = "fitted.json"
 
 
@@ -365,9 +401,55 @@ def fresh_fits() -> dict:
     measured = sorted(str(g) for g in table["gpu"].unique())
     fits = {arch: _fitted(arch) for arch in sorted(archs)}
     fits |= {gpu: _fitted(_gpu(gpu).architecture, gpu) for gpu in measured}
+    framework = _fitted_overheads()
     return {"digest": fit_digest(), "measured": measured,
             "fits": {key: [[family, pass_, *fit] for (family, pass_), fit in fit_of.items()]
-                     for key, fit_of in fits.items()}}
+                     for key, fit_of in fits.items()},
+            "framework": [framework.kernel_floor_s, framework.step_s]}
+
+
+def whole_networks() -> list[overheads.Measurement]:
+    """The published whole-network steps the framework's overheads are fitted on."""
+    return overheads.measurements(set(catalog.names("gpus")), set(catalog.names("models")))
+
+
+def raw_kernel_times(row: overheads.Measurement) -> np.ndarray:
+    """A measurement's kernels as the (table) kernel model prices them,
+    without overheads, with the optimizer's where the measurement has them."""
+    from .scenario import catalog_model
+
+    gpu, model = _gpu(row.gpu), catalog_model(row.model)
+    kernels = KernelModel(use_tables=True, overheads=overheads.NONE).kernel_times(gpu, model, row.batch)
+    return np.append(kernels, update_kernel_times(gpu, model)) if row.includes_update else kernels
+
+
+def update_kernel_times(gpu: GpuSpec, model: ModelSpec) -> np.ndarray:
+    """Momentum SGD on the GPU, one kernel per parameter tensor (a layer's
+    weights, and its bias or normalisation shift): read weights, gradients
+    and momentum, write weights and momentum."""
+    sizes = []
+    for layer in model.graph or ():
+        if layer.params == 0:
+            continue
+        shift = layer.out_shape[0] if layer.op in ("conv", "fc", "norm") else 0
+        sizes += [layer.params - shift, shift] if 0 < shift < layer.params else [layer.params]
+    return np.array([5 * BYTES * n / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
+                     for n in sizes])
+
+
+@cache
+def _fitted_overheads() -> Overheads:
+    rows = whole_networks()
+    return overheads.fit([raw_kernel_times(r) for r in rows], [r.step_s for r in rows])
+
+
+def framework_overheads() -> Overheads:
+    """The framework's overheads: stored in fitted.json, or fitted afresh
+    where it is stale. A property of frameworks, fitted on the shipped
+    catalog: a user's catalog or kernel table does not refit them."""
+    if (shipped := _shipped_file()) is not None:
+        return shipped["framework"]
+    return _fitted_overheads()
 
 
 @cache
@@ -380,7 +462,8 @@ def _shipped_file() -> dict | None:
         return None
     return {"measured": set(data["measured"]),
             "fits": {key: {(family, pass_): (eff, overhead) for family, pass_, eff, overhead in rows}
-                     for key, rows in data["fits"].items()}}
+                     for key, rows in data["fits"].items()},
+            "framework": Overheads(*data["framework"])}
 
 
 def shipped_fits() -> dict | None:
@@ -391,25 +474,29 @@ def shipped_fits() -> dict | None:
 
 
 @cache
-def _measured(gpu: str, extra: str | None) -> dict[tuple, pd.DataFrame]:
+def _measured(gpu: str, extra: str | None) -> dict[tuple, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """A GPU's measured kernels by exact geometry: convolutions, and GEMMs
-    with all three passes (as ``asgdsim profile`` writes fully connected layers)."""
+    with all three passes (as ``asgdsim profile`` writes fully connected
+    layers); for each, per pass, the batches and seconds measured."""
     table = kernel_table(extra)
     rows = table[table["gpu"] == gpu]
     conv = rows[rows["op"] == "conv"]
-    out = {("conv", *key): group for key, group in conv.groupby(
+    groups = {("conv", *key): group for key, group in conv.groupby(
         ["c", "h", "w", "k", "r", "s", "pad_h", "pad_w", "stride_h"])}
     gemm = rows[(rows["op"] == "gemm")]
     for key, group in gemm.groupby(["gemm_m", "gemm_k"]):
         if set(group["pass"]) >= set(PASSES):
-            out[("gemm", *key)] = group.drop(columns="n").rename(columns={"gemm_n": "n"})
-    return out
+            groups[("gemm", *key)] = group.drop(columns="n").rename(columns={"gemm_n": "n"})
+    return {key: {pass_: (part["n"].to_numpy(dtype=float), part["ms"].to_numpy(dtype=float) / 1e3)
+                  for pass_, part in group.groupby("pass")}
+            for key, group in groups.items()}
 
 
-def _nearest(rows: pd.DataFrame, pass_: str, n: int) -> tuple[float, int] | None:
+def _nearest(measured: dict[str, tuple[np.ndarray, np.ndarray]], pass_: str,
+             n: int) -> tuple[float, int] | None:
     """(seconds, batch) of the measurement nearest to batch n, by ratio."""
-    rows = rows[rows["pass"] == pass_]
-    if rows.empty:
+    if pass_ not in measured:
         return None
-    nearest = rows.iloc[int(np.argmin(np.abs(np.log(rows["n"].to_numpy() / n))))]
-    return float(nearest["ms"]) / 1e3, int(nearest["n"])
+    batches, seconds = measured[pass_]
+    i = int(np.argmin(np.abs(np.log(batches / n))))
+    return float(seconds[i]), int(batches[i])

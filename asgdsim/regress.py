@@ -5,7 +5,7 @@ Every shipped scenario's summary is kept in ``scenarios/expected/NAME.json``
 compare with it; a deliberate change to the model regenerates them:
 
     python -m asgdsim.regress --update     # rewrite scenarios/expected/*.json
-    python -m asgdsim.regress --readme     # rewrite README's agreement table
+    python -m asgdsim.regress --readme     # rewrite README's agreement and step-time tables
 
 ``scenarios/expected/tolerances.yaml`` states how closely each scenario's
 simulation must agree with the closed form, and why where the closed form's
@@ -23,10 +23,11 @@ import yaml
 from .scenario import load_scenario
 from .simulation import simulate
 
-__all__ = ["golden", "scenario_files", "agreement_table", "tolerances"]
+__all__ = ["golden", "scenario_files", "agreement_table", "step_time_table", "tolerances"]
 
 ROOT = Path.cwd()
 START, END = "<!-- agreement table: python -m asgdsim.regress --readme -->", "<!-- end of table -->"
+STEP_START = "<!-- step-time table: python -m asgdsim.regress --readme -->"
 
 
 def scenario_files(root: Path = ROOT) -> list[Path]:
@@ -68,23 +69,48 @@ def agreement_table(root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
-def readme_with_table(text: str, table: str) -> str:
-    head, rest = text.split(START, 1)
+def step_time_table() -> str:
+    """Markdown: per GPU, the whole-network step-time error with the
+    framework's overheads fitted on the other GPUs (benchmarks/accuracy.py)."""
+    import statistics
+
+    from . import compute, overheads
+
+    rows = compute.whole_networks()
+    errors: dict[str, list[float]] = {}
+    for row, seconds in overheads.leave_one_out(rows, compute.raw_kernel_times, key=lambda r: r.gpu):
+        errors.setdefault(row.gpu, []).append(seconds / row.step_s - 1)
+    lines = ["| GPU | steps | sources | median error | median absolute error |",
+             "|---|---:|---:|---:|---:|"]
+    for gpu, errs in sorted(errors.items()):
+        sources = len({r.source.split("@")[0].split(":")[0] for r in rows if r.gpu == gpu})
+        lines.append(f"| {gpu} | {len(errs)} | {sources} | {100 * statistics.median(errs):+.1f} % "
+                     f"| {100 * statistics.median(map(abs, errs)):.1f} % |")
+    pooled = [abs(e) for errs in errors.values() for e in errs]
+    lines.append(f"| all | {len(pooled)} | {len({r.source.split('@')[0].split(':')[0] for r in rows})} "
+                 f"| | {100 * statistics.median(pooled):.1f} % |")
+    return "\n".join(lines)
+
+
+def readme_with_table(text: str, table: str, start: str = START) -> str:
+    head, rest = text.split(start, 1)
     _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{table}\n{END}{tail}"
+    return f"{head}{start}\n{table}\n{END}{tail}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m asgdsim.regress", description=__doc__.split("\n")[0])
     parser.add_argument("--update", action="store_true", help="rewrite the golden files")
-    parser.add_argument("--readme", action="store_true", help="rewrite README's agreement table")
+    parser.add_argument("--readme", action="store_true",
+                        help="rewrite README's agreement and step-time tables")
     args = parser.parse_args()
     if args.update:
         update()
     if args.readme:
         readme = ROOT / "README.md"
-        readme.write_text(readme_with_table(readme.read_text(), agreement_table()))
-        print(f"rewrote the agreement table in {readme}")
+        text = readme_with_table(readme.read_text(), agreement_table())
+        readme.write_text(readme_with_table(text, step_time_table(), STEP_START))
+        print(f"rewrote the agreement and step-time tables in {readme}")
     if not (args.update or args.readme):
         parser.print_help()
 

@@ -4,7 +4,7 @@ Components append one row per gradient and one per update into typed
 ``array.array`` columns: a few dozen bytes a row and no Python object per
 event. A gradient's row is written when it reaches its aggregation point and
 completed when its update is published; ``frames()`` turns the columns into
-the DataFrames of CONTRACT.md after the run, keeping applied gradients only.
+the DataFrames of DESIGN.md ("Files and names") after the run, keeping applied gradients only.
 
 Times, per gradient: ``t_start`` when the learner took its weights,
 ``t_end`` when the gradient reached the accumulator or server, ``t_applied``

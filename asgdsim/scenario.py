@@ -1,6 +1,6 @@
 """Scenarios: what to simulate, validated once at the edge.
 
-A scenario file (YAML, see CONTRACT.md) names a workload, a cluster, an
+A scenario file (YAML, see the README) names a workload, a cluster, an
 algorithm, timing choices and a stop condition. ``load_scenario`` reads it,
 applies ``--set`` style overrides, resolves catalog names into full specs,
 parses quantities into SI floats and returns an immutable, typed
@@ -172,7 +172,7 @@ def _model(value: Any) -> Any:
     return catalog_model(value) if isinstance(value, str) else value
 
 
-#: the compute-time laws of CONTRACT.md and the parameters each one takes
+#: the compute-time laws a scenario may name, and the parameters each one takes
 LAWS: dict[str, tuple[set[str], set[str]]] = {
     # name: (required besides mean, optional)
     "deterministic": (set(), set()),

@@ -52,3 +52,22 @@ def test_profile_refuses_to_overwrite_and_bad_tables_are_named(table, tmp_path, 
     with pytest.raises(ScenarioError) as error:
         make(timing__kernel_table=str(broken))
     assert "timing.kernel_table" in str(error.value) and "lacks columns" in str(error.value)
+
+
+def test_a_table_named_in_a_scenario_file_is_found_beside_it(table, tmp_path, monkeypatch):
+    import shutil
+
+    import yaml
+
+    from asgdsim import load_scenario
+    folder = tmp_path / "study"
+    folder.mkdir()
+    shutil.copy(table, folder / "mine.csv")
+    (folder / "s.yaml").write_text(yaml.safe_dump({
+        "workload": {"model": "alexnet", "dataset_samples": 100, "sub_batch": 2},
+        "cluster": {"gpu": "K80", "nodes": 1, "gpus_per_node": 1, "network": "ib-fdr"},
+        "algorithm": {"kind": "async"},
+        "timing": {"compute": "table", "kernel_table": "mine.csv"}}))
+    monkeypatch.chdir(tmp_path)          # not the scenario's folder
+    sc = load_scenario("study/s.yaml")
+    assert sc.timing.kernel_table == str((folder / "mine.csv").resolve())

@@ -5,7 +5,7 @@ SPRINT's replicated Allreduce), goes through :meth:`Weights.apply`: the
 version advances by exactly one, the gradients it applied are marked in the
 recorder, and the stop conditions (gradients, samples, updates) are checked.
 An update with no gradients is no update: it changes nothing and is not
-recorded (CONTRACT.md).
+recorded (DESIGN.md, "Words").
 """
 
 from __future__ import annotations

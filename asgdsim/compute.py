@@ -185,6 +185,7 @@ def efficiencies(arch: str, gpu: str | None = None,
     """(efficiency, overhead per kernel) for each (family, pass): fitted on one
     GPU's kernels if it has them and ``gpu`` is given, else on its
     architecture's."""
+    _follow_catalog()
     if extra is None and (shipped := shipped_fits()) is not None:
         key = gpu if gpu in shipped["measured"] else arch
         if key in shipped["fits"]:
@@ -274,14 +275,14 @@ class KernelModel:
         return self._overheads if self._overheads is not None else framework_overheads()
 
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
-        return sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch))
+        return float(sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch)))
 
     def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[LayerTime]:
         """Per layer, forward and backward seconds (each kernel at least the
         framework's launch interval), then the framework's cost per step."""
         o = self.overheads
         def floored(kernels: tuple[float, ...]) -> float:
-            return sum(max(k, o.kernel_floor_s) for k in kernels)
+            return float(sum(max(k, o.kernel_floor_s) for k in kernels))
         layers = [LayerTime(k.layer, k.op, floored(k.forward), floored(k.backward), k.source)
                   for k in self._kernels(gpu, model, batch)]
         if o.step_s:
@@ -294,6 +295,7 @@ class KernelModel:
         return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
 
     def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
+        _follow_catalog()
         eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
@@ -368,9 +370,26 @@ class KernelModel:
 
 def has_measurements(gpu: str, extra: str | None = None) -> bool:
     """Whether the kernel tables hold measurements of this GPU."""
+    _follow_catalog()
     if extra is None and (shipped := shipped_fits()) is not None:
         return gpu in shipped["measured"]
     return bool((kernel_table(extra)["gpu"] == gpu).any())
+
+
+# --- caches that follow the catalog ------------------------------------------
+# The tables, fits and GPU specs below are derived from catalog entries (a
+# GPU's peak prices its kernels); they are cached until the catalog changes.
+
+_catalog_seen: tuple[str, int] | None = None
+
+
+def _follow_catalog() -> None:
+    global _catalog_seen
+    if catalog.fingerprint() != _catalog_seen:
+        for derived in (kernel_table, _gpu, _fitted, kepler_to_maxwell, _fitted_overheads,
+                        _measured):
+            derived.cache_clear()
+        _catalog_seen = catalog.fingerprint()
 
 
 # --- the shipped fits -------------------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -156,11 +155,11 @@ class ModelSpec(_Spec):
 
 def catalog_model(name: str) -> ModelSpec:
     """A catalog network, with its layers from the zoo if it is a shipped one."""
-    return _catalog_model(name, os.environ.get(catalog.USER_CATALOG, ""))
+    return _catalog_model(name, catalog.fingerprint())
 
 
 @cache
-def _catalog_model(name: str, user_files: str) -> ModelSpec:
+def _catalog_model(name: str, fingerprint: tuple[str, int]) -> ModelSpec:
     entry = catalog.lookup("models", name)
     builder = zoo.BUILDERS.get(entry["name"])
     if builder is not None and "layers" not in entry:

@@ -84,3 +84,28 @@ def test_stored_fits_are_those_of_the_shipped_tables():
     assert stored == json.loads(json.dumps(compute.fresh_fits())), \
         "fitted.json is stale: run python -m asgdsim.catalog.refit"
     assert compute.shipped_fits() is not None
+
+
+def test_step_times_follow_a_reloaded_catalog(tmp_path, monkeypatch):
+    # derived figures (specs, kernel fits, step times) are cached under the
+    # catalog's fingerprint: after a reload they equal a fresh process's
+    import subprocess
+    import sys
+
+    from asgdsim import catalog, step_time
+    before = step_time("V100", "resnet50", 16)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("gpus:\n  V100: {architecture: volta, peak_flops: 7 TFLOP/s, "
+                    "memory_bandwidth: 900 GB/s, memory: 16 GB, host_link: pcie3-x16}\n")
+    monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
+    catalog.reload()
+    try:
+        after = step_time("V100", "resnet50", 16)
+        fresh = subprocess.run(
+            [sys.executable, "-c", "from asgdsim import step_time; print(repr(step_time('V100', 'resnet50', 16)))"],
+            capture_output=True, text=True, check=True).stdout
+        assert after == float(fresh) and after != before
+    finally:
+        monkeypatch.delenv(catalog.USER_CATALOG)
+        catalog.reload()
+    assert step_time("V100", "resnet50", 16) == before

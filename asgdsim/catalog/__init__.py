@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "entries", "lookup", "names", "reload",
-           "variability"]
+__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "entries", "fingerprint", "lookup", "names",
+           "reload", "variability"]
 
 #: catalog kind -> data file
 KINDS = {"gpus": "gpus.yaml", "networks": "networks.yaml", "models": "models.yaml",
@@ -69,10 +69,23 @@ def _user_file(path: str) -> dict:
     return data
 
 
+_generation = 0
+
+
 def reload() -> None:
     """Forget cached catalog files (after editing a user catalog file)."""
+    global _generation
     _entries.cache_clear()
     _user_file.cache_clear()
+    _generation += 1
+
+
+def fingerprint() -> tuple[str, int]:
+    """What the catalog's entries are read from: the user's files, and how
+    often they were reloaded. Whatever is derived from entries (specs, kernel
+    fits, step times) is cached under it, so a reload or another
+    ``ASGDSIM_CATALOG`` never leaves stale figures behind."""
+    return os.environ.get(USER_CATALOG, ""), _generation
 
 
 def _index(kind: str) -> dict[str, str]:

@@ -133,7 +133,9 @@ def costs_of(scenario: Scenario) -> Costs:
         return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
-    allreduce = ALLREDUCE[scenario.algorithm.allreduce](cluster.network, weights, cluster.nodes)
+    # SPRINT's cycle; the other kinds have none and never read it
+    allreduce = ALLREDUCE[getattr(scenario.algorithm, "allreduce", "ring")](
+        cluster.network, weights, cluster.nodes)
     node_update = cpu_pass_time(weights, memory_bw, streams=5)   # read w, g, m; write m, w
     if timing.update_interval is not None:
         # a fixed cycle replaces the modelled Allreduce and update

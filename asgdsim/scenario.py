@@ -19,7 +19,7 @@ import difflib
 import math
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
@@ -293,10 +293,28 @@ class Cluster(_Spec):
         return self.nodes * self.gpus_per_node
 
 
-class Algorithm(_Spec):
-    kind: Literal["sprint", "async", "sync"]
-    # how SPRINT's update threads sum their gradients across nodes
+class SprintAlgorithm(_Spec):
+    """Oyama et al.'s SPRINT: per-node accumulation, a pipelined Allreduce cycle."""
+
+    kind: Literal["sprint"]
+    # how the update threads sum their gradients across nodes
     allreduce: Literal["ring", "tree"] = "ring"
+
+
+class AsyncAlgorithm(_Spec):
+    """A parameter server that applies each gradient on arrival."""
+
+    kind: Literal["async"]
+
+
+class SyncAlgorithm(_Spec):
+    """Bulk-synchronous rounds through a parameter server."""
+
+    kind: Literal["sync"]
+
+
+#: each kind with its own keys: a key of another kind is refused like a typo
+Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm, Field(discriminator="kind")]
 
 
 def default_jitter() -> dict:
@@ -374,6 +392,10 @@ class Scenario(_Spec):
 
     @model_validator(mode="after")
     def _sprint_cycle_has_a_length(self) -> Scenario:
+        if self.algorithm.kind != "sprint" and self.timing.update_interval is not None:
+            raise KeyedError("timing.update_interval",
+                             f"only sprint has an update cycle to fix; {self.algorithm.kind} "
+                             "updates when its gradients arrive (remove the key)")
         if (self.algorithm.kind == "sprint" and self.timing.communication == "ideal"
                 and self.timing.update_interval is None):
             raise KeyedError("timing.update_interval",
@@ -498,11 +520,17 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
     key = ".".join(path)
     kind, message = error["type"], error["msg"]
     if kind == "extra_forbidden":
-        parent_model = _model_at(path[:-1])
+        parent_model = _model_at(path[:-1], data)
         known = list(parent_model.model_fields) if parent_model else []
         close = difflib.get_close_matches(path[-1], known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if path[:1] == ["algorithm"] and (owners := _kinds_with_key(path[-1])):
+            hint = f" for {_kind_of(parent_model)} (a key of {', '.join(owners)})"
         return key, f"unknown key{hint}; expected one of {', '.join(known)}"
+    if kind == "union_tag_invalid":
+        tags = error.get("ctx", {}).get("expected_tags", "")
+        return f"{key}.{error['ctx']['discriminator'].strip(chr(39))}" if key else key, \
+            f"expected one of {tags} (got {error['ctx'].get('tag')!r})"
     if kind == "missing":
         return key, "required key is missing"
     if kind == "value_error":
@@ -518,19 +546,33 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
     return key, f"{message} (got {_short(error.get('input'))})" if kind != "value_error" else message
 
 
+def _kind_of(spec: type[BaseModel]) -> str:
+    return get_args(spec.model_fields["kind"].annotation)[0]
+
+
+def _kinds_with_key(key: str) -> list[str]:
+    return [_kind_of(spec) for spec in _types_of(Algorithm) if key in spec.model_fields]
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _model_at(path: list[str]) -> type[BaseModel] | None:
+def _model_at(path: list[str], data: Any = None) -> type[BaseModel] | None:
+    """The spec type at ``path``; of a union, the member whose ``kind`` the
+    data names (an algorithm's keys are its kind's)."""
     model: Any = Scenario
     for key in path:
         field = model.model_fields.get(key) if model else None
         if field is None:
             return None
-        model = next((t for t in _types_of(field.annotation) if isinstance(t, type)
-                      and issubclass(t, BaseModel)), None)
+        data = data.get(key) if isinstance(data, dict) else None
+        members = [t for t in _types_of(field.annotation)
+                   if isinstance(t, type) and issubclass(t, BaseModel)]
+        chosen = [t for t in members if isinstance(data, dict) and "kind" in t.model_fields
+                  and data.get("kind") in _types_of(t.model_fields["kind"].annotation)]
+        model = (chosen or members or [None])[0]
     return model
 
 

@@ -118,6 +118,11 @@ BAD = [
     ({"algorithm.kind": "hogwild"}, "algorithm.kind", "sprint"),
     ({"stop": {}}, "stop", "at least one of"),
     ({"timing.communication": "ideal"}, "timing.update_interval", "update_interval"),
+    # each algorithm kind takes only its own keys
+    ({"algorithm": {"kind": "async", "allreduce": "tree"}}, "algorithm.allreduce", "a key of sprint"),
+    ({"algorithm": {"kind": "sync"}, "timing.update_interval": "1 s"}, "timing.update_interval",
+     "only sprint"),
+    ({"algorithm.allreduc": "tree"}, "algorithm.allreduc", "did you mean 'allreduce'"),
 ]
 
 

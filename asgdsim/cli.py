@@ -335,7 +335,7 @@ def cmd_timing(args: argparse.Namespace) -> int:
     if args.batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {args.batch}")
     from .costs import COMPUTE_COSTS
-    from .scenario import GpuSpec, catalog_model
+    from .specs import GpuSpec, catalog_model
 
     try:
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", args.gpu))
@@ -362,7 +362,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.batch <= 0 or args.repeats <= 0:
         raise UsageError("--batch and --repeats must be positive integers")
     from .profile import profile_model, write_table
-    from .scenario import catalog_model
+    from .specs import catalog_model
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here")

@@ -45,7 +45,7 @@ from . import catalog
 from . import overheads
 from .layers import Layer
 from .overheads import Overheads
-from .scenario import GpuSpec, ModelSpec
+from .specs import GpuSpec, ModelSpec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -435,7 +435,7 @@ def whole_networks() -> list[overheads.Measurement]:
 def raw_kernel_times(row: overheads.Measurement) -> np.ndarray:
     """A measurement's kernels as the (table) kernel model prices them,
     without overheads, with the optimizer's where the measurement has them."""
-    from .scenario import catalog_model
+    from .specs import catalog_model
 
     gpu, model = _gpu(row.gpu), catalog_model(row.model)
     kernels = KernelModel(use_tables=True, overheads=overheads.NONE).kernel_times(gpu, model, row.batch)

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .compute import KernelModel
 from .distributions import Law, law_from_spec
-from .scenario import GpuSpec, LawSpec, LinkSpec, ModelSpec, Scenario
+from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
 
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",

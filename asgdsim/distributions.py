@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import special
 
-from .scenario import LawSpec
+from .specs import LawSpec
 
 __all__ = ["Law", "law_from_spec"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .catalog.build_kernels import COLUMNS
 from .layers import Layer
-from .scenario import ModelSpec
+from .specs import ModelSpec
 
 __all__ = ["profile_model", "write_table"]
 

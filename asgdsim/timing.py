@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import catalog
 from .costs import COMPUTE_COSTS
-from .scenario import GpuSpec, ModelSpec, catalog_model
+from .specs import GpuSpec, ModelSpec, catalog_model
 
 __all__ = ["step_time"]
 

@@ -1,0 +1,213 @@
+"""The parts a scenario is built from: quantities, GPUs, links, models and
+time laws, each an immutable spec validated once.
+
+Catalog entries and a scenario's inline specs go through the same types, so
+they are checked the same way. The cost model (:mod:`asgdsim.compute`,
+:mod:`asgdsim.costs`) reads these specs and nothing of the scenario loader;
+:mod:`asgdsim.scenario` assembles them into a :class:`~asgdsim.scenario.Scenario`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache, cached_property
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from . import catalog, zoo
+from .layers import Layer, LayerError, compile_layers
+from .units import parse_quantity
+
+__all__ = ["Bytes", "BytesPerSecond", "Count", "Flop", "FlopPerSecond", "GpuSpec", "JitterSpec",
+           "LAWS", "LawSpec", "Link", "LinkSpec", "ModelSpec", "Seconds", "SecondsOrZero", "VggFamily",
+           "catalog_model"]
+
+
+def _quantity(dimension: str):
+    return BeforeValidator(lambda v: parse_quantity(v, dimension))
+
+
+Seconds = Annotated[float, _quantity("time"), Field(gt=0, allow_inf_nan=False)]
+SecondsOrZero = Annotated[float, _quantity("time"), Field(ge=0, allow_inf_nan=False)]
+Bytes = Annotated[float, _quantity("bytes"), Field(gt=0, allow_inf_nan=False)]
+BytesPerSecond = Annotated[float, _quantity("bandwidth"), Field(gt=0, allow_inf_nan=False)]
+FlopPerSecond = Annotated[float, _quantity("flop_rate"), Field(gt=0, allow_inf_nan=False)]
+Flop = Annotated[float, _quantity("flops"), Field(gt=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(gt=0, strict=True)]
+
+
+class _Spec(BaseModel):
+    """Immutable, and a misspelt key is an error rather than ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _from_catalog(kind: str):
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            return catalog.lookup(kind, value)
+        return value
+    return BeforeValidator(resolve)
+
+
+class LinkSpec(_Spec):
+    """A link: data rate per direction and one-way latency."""
+
+    name: str
+    bandwidth: BytesPerSecond
+    latency: SecondsOrZero = 0.0
+    source: str = "inline"
+
+
+Link = Annotated[LinkSpec, _from_catalog("networks")]
+
+
+class GpuSpec(_Spec):
+    """One learner device's peaks (FP32 unless named) and its host link."""
+
+    name: str
+    architecture: str = "unknown"
+    peak_flops: FlopPerSecond
+    peak_fp16_flops: FlopPerSecond | None = None
+    peak_tensor_flops: FlopPerSecond | None = None
+    memory_bandwidth: BytesPerSecond
+    memory: Bytes | None = None
+    host_link: Link
+    source: str = "inline"
+
+
+class VggFamily(_Spec):
+    """The VGG-like networks of Oyama et al., written compactly."""
+
+    convs_per_block: tuple[Count, ...]
+    channels: tuple[Count, ...]
+    pool_stride: Count = 2
+    fc: tuple[Count, ...] = (4096, 4096)
+    classes: Count = 1000
+    kernel: Count = 3
+
+    @model_validator(mode="after")
+    def _one_width_per_block(self) -> VggFamily:
+        if len(self.convs_per_block) != len(self.channels):
+            raise ValueError("convs_per_block and channels need one entry per block")
+        return self
+
+
+class ModelSpec(_Spec):
+    """A network: its layers (from which size and FLOPs follow), or only its
+    totals when the layers are unknown (the cost model then prices the whole
+    network at once)."""
+
+    name: str
+    input_shape: tuple[Count, Count, Count] = (3, 224, 224)
+    layers: tuple[dict, ...] | None = None
+    parameters: Count | None = None
+    forward_flops: Flop | None = None
+    source: str = "inline"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_family(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "vgg" in data:
+            data = dict(data)
+            family = VggFamily.model_validate(data.pop("vgg"))
+            if "layers" in data:
+                raise ValueError("give either vgg or layers, not both")
+            data["layers"] = zoo.vgg_like(**family.model_dump())
+        return data
+
+    @model_validator(mode="after")
+    def _totals_follow_from_layers(self) -> ModelSpec:
+        if self.layers is None:
+            if self.parameters is None or self.forward_flops is None:
+                raise ValueError("a model needs layers, vgg, or parameters and forward_flops")
+            return self
+        try:
+            graph = compile_layers(list(self.layers), self.input_shape)
+        except LayerError as exc:
+            raise ValueError(str(exc)) from None
+        parameters = sum(layer.params for layer in graph)
+        if self.parameters is not None and self.parameters != parameters:
+            raise ValueError(f"parameters {self.parameters} differ from the {parameters} "
+                             "of the layers")
+        # frozen model: fill the totals once, here, where they are derived
+        object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "forward_flops", sum(layer.flops for layer in graph))
+        return self
+
+    @cached_property
+    def graph(self) -> list[Layer] | None:
+        """The compiled layers, or None for a model given by its totals."""
+        return None if self.layers is None else compile_layers(list(self.layers), self.input_shape)
+
+
+def catalog_model(name: str) -> ModelSpec:
+    """A catalog network, with its layers from the zoo if it is a shipped one."""
+    return _catalog_model(name, catalog.fingerprint())
+
+
+@cache
+def _catalog_model(name: str, fingerprint: tuple[str, int]) -> ModelSpec:
+    entry = catalog.lookup("models", name)
+    builder = zoo.BUILDERS.get(entry["name"])
+    if builder is not None and "layers" not in entry:
+        entry["layers"] = builder()
+    return ModelSpec.model_validate(entry)
+
+
+def _model(value: Any) -> Any:
+    return catalog_model(value) if isinstance(value, str) else value
+
+
+#: the compute-time laws a scenario may name, and the parameters each one takes
+LAWS: dict[str, tuple[set[str], set[str]]] = {
+    # name: (required besides mean, optional)
+    "deterministic": (set(), set()),
+    "exponential": (set(), set()),
+    "shifted-exponential": ({"shift"}, set()),
+    "uniform": ({"cv"}, set()),
+    "gamma": (set(), {"cv", "shape"}),
+    "lognormal": (set(), {"cv", "shape"}),
+}
+
+
+class LawSpec(_Spec):
+    """A distribution given by its mean plus cv, shape or shift as fits."""
+
+    distribution: str
+    mean: Seconds
+    cv: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    shape: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    shift: SecondsOrZero | None = None
+
+    @field_validator("distribution")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in LAWS:
+            raise ValueError(f"unknown distribution {name!r}; expected one of {', '.join(LAWS)}")
+        return name
+
+    @model_validator(mode="after")
+    def _parameters_fit(self) -> LawSpec:
+        required, optional = LAWS[self.distribution]
+        given = {k for k in ("cv", "shape", "shift") if getattr(self, k) is not None}
+        if missing := required - given:
+            raise ValueError(f"{self.distribution} needs {', '.join(sorted(missing))} besides mean")
+        if extra := given - required - optional:
+            raise ValueError(f"{self.distribution} takes no {', '.join(sorted(extra))}")
+        if self.distribution in ("gamma", "lognormal") and len(given) != 1:
+            raise ValueError(f"{self.distribution} needs exactly one of cv or shape besides mean")
+        if self.distribution in ("gamma", "lognormal") and self.cv == 0:
+            raise ValueError(f"{self.distribution} needs cv > 0 (use deterministic for cv 0)")
+        if self.shift is not None and self.shift >= self.mean:
+            raise ValueError("shift must be smaller than mean")
+        if self.distribution == "uniform" and self.cv > 1 / math.sqrt(3):
+            raise ValueError("uniform cv must be at most 1/sqrt(3) = 0.577 for non-negative times")
+        return self
+
+
+class JitterSpec(LawSpec):
+    """A multiplicative noise law on a modelled step time: mean 1 by default."""
+
+    mean: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0

@@ -50,7 +50,7 @@ Z = 3.0
 MAX_GRADIENTS = 12_000
 MAX_LEARNERS = 256
 
-ALGORITHMS = ("sprint", "async", "sync")
+ALGORITHMS = ("sprint", "async", "sync", "allreduce")
 LAWS = ("deterministic", "exponential", "shifted-exponential", "uniform", "gamma", "lognormal")
 SUB_BATCHES = (4, 8, 16, 32, 64, 128, 256)
 NETWORKS = ("ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "10gbe", "25gbe", "100gbe")
@@ -72,7 +72,7 @@ def _law(rng: np.random.Generator, mean: str) -> dict:
 
 def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     """One scenario mapping, as a user could write it, drawn from ``rng``."""
-    kind = str(rng.choice(ALGORITHMS, p=[0.45, 0.3, 0.25]))
+    kind = str(rng.choice(ALGORITHMS, p=[0.4, 0.25, 0.15, 0.2]))
     cluster: dict
     if rng.random() < 0.6:
         machine = str(rng.choice(catalog.names("machines")))
@@ -129,11 +129,15 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     elif stop_kind == "gradients":
         stop = {"gradients": gradients}
     else:
-        stop = {"updates": max(3, gradients // (learners if kind == "sync" else 1)
-                               if kind != "sprint" else gradients // max(learners // 4, 1))}
+        per_update = {"sprint": max(learners // 4, 1), "async": 1}.get(kind, learners)
+        stop = {"updates": max(3, gradients // per_update)}
+    algorithm = {"kind": kind}
+    if kind == "allreduce":
+        algorithm["collective"] = str(rng.choice(["ring", "tree", "hierarchical"]))
+        algorithm["overlap"] = float(rng.choice([0.0, 0.0, 0.5, 0.9]))
     return {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
             "workload": {"model": model, "dataset_samples": dataset, "sub_batch": sub_batch},
-            "cluster": cluster, "algorithm": {"kind": kind}, "timing": timing, "stop": stop}
+            "cluster": cluster, "algorithm": algorithm, "timing": timing, "stop": stop}
 
 
 def _fitting(model: str, cluster: dict, sub_batch: int) -> int:

@@ -471,9 +471,13 @@ def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None)
 # -- sync: rounds of all learners ------------------------------------------
 
 def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
+    """Rounds through a server (``sync``), or through a collective
+    (``allreduce``: no push or pull, the collective and the GPU update after
+    the slowest learner)."""
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
-    first, steady, exact = _sync_rounds(topo, loop, law, costs.server_update_s)
+    aggregate_s = costs.collective_s if sc.algorithm.kind == "allreduce" else costs.server_update_s
+    first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s)
     n = run.target_gradients
     if n == math.inf:
         rounds = run.updates if run.updates else None
@@ -999,4 +1003,5 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
     return Pmf.from_probs(0, thinned)
 
 
-_PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint}
+_PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint,
+               "allreduce": _predict_sync}

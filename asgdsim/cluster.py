@@ -94,14 +94,15 @@ def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weigh
     return cluster
 
 
-def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer]) -> Builder:
+def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer],
+                       name: str = "server") -> Builder:
     def build(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
               recorder: Recorder, seed: int) -> Cluster:
         topology, loop = topology_of(scenario), loop_of(scenario, costs)
         cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes),
                                                     topology.gpus_per_node))
-        server = server_of(env, weights, recorder, costs.server_update_s, topology.learners)
-        cluster.servers = {"server": [server]}
+        server = server_of(env, weights, recorder, costs, topology.learners)
+        cluster.servers = {name: [server]}
         for index, compute in _computes(scenario, costs, seed):
             cluster.learners.append(ServerLearner(
                 env, index, server,
@@ -116,8 +117,13 @@ def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer]) -> Bu
 #: algorithm kind -> builder
 BUILDERS: dict[str, Builder] = {
     "sprint": build_sprint,
-    "async": _build_with_server(lambda env, w, r, update_s, learners: AsyncServer(env, w, r, update_s)),
-    "sync": _build_with_server(SyncServer),
+    "async": _build_with_server(lambda env, w, r, costs, learners:
+                                AsyncServer(env, w, r, costs.server_update_s)),
+    "sync": _build_with_server(lambda env, w, r, costs, learners:
+                               SyncServer(env, w, r, costs.server_update_s, learners)),
+    # a round of all learners, then the collective: a barrier without a server
+    "allreduce": _build_with_server(lambda env, w, r, costs, learners:
+                                    SyncServer(env, w, r, costs.collective_s, learners), "collective"),
 }
 
 

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .compute import KernelModel
+from .compute import MEMORY_EFFICIENCY, KernelModel
 from .distributions import Law, law_from_spec
 from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
-           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of"]
+           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "collective_time",
+           "costs_of"]
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
@@ -74,7 +75,7 @@ def hierarchical_allreduce_time(intra: LinkSpec, inter: LinkSpec, nbytes: float,
     return 2 * inside + ring_allreduce_time(inter, nbytes, nodes)
 
 
-#: algorithm.allreduce name -> Allreduce across the nodes of a SPRINT cluster
+#: algorithm.allreduce (SPRINT, across nodes) or algorithm.collective (allreduce) name -> time
 ALLREDUCE = {"ring": ring_allreduce_time, "tree": tree_allreduce_time}
 
 
@@ -103,6 +104,7 @@ class Costs:
     cycle_s: float               # SPRINT: one update cycle
     network_s: float             # parameter server: one gradient or weights message
     server_update_s: float       # parameter server: apply one gradient or one round
+    collective_s: float = 0.0    # allreduce: the collective's exposed part and the GPU update
 
     @property
     def gpu_overhead_s(self) -> float:
@@ -158,4 +160,23 @@ def costs_of(scenario: Scenario) -> Costs:
         cycle_s=cycle,
         network_s=transfer_time(cluster.network, weights),
         server_update_s=cpu_pass_time(weights, memory_bw, streams=5),
+        collective_s=collective_time(scenario, weights),
     )
+
+
+def collective_time(scenario: Scenario, weights: float) -> float:
+    """``allreduce``'s step after the compute: the collective's exposed part,
+    then every learner's momentum update of its copy on the GPU (read w, g,
+    m; write m, w). GPUs of a node exchange through their host link."""
+    algorithm, cluster = scenario.algorithm, scenario.cluster
+    if algorithm.kind != "allreduce":
+        return 0.0
+    learners, gpu = cluster.learners, cluster.gpu
+    slowest = cluster.network if cluster.nodes > 1 else cluster.host_link
+    if algorithm.collective == "hierarchical":
+        collective = hierarchical_allreduce_time(cluster.host_link, cluster.network, weights,
+                                                 cluster.gpus_per_node, cluster.nodes)
+    else:
+        collective = ALLREDUCE[algorithm.collective](slowest, weights, learners)
+    update = 5 * weights / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)
+    return (1 - algorithm.overlap) * collective + update

@@ -28,6 +28,7 @@ COMPONENTS = {
     "server_port_in": "server network port, in",
     "server_port_out": "server network port, out",
     "server": "server CPU (updates)",
+    "collective": "collective and GPU update (allreduce)",
 }
 
 #: the share of either law's mass a histogram's axis may leave out (start-up outliers)

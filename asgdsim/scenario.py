@@ -122,8 +122,22 @@ class SyncAlgorithm(_Spec):
     kind: Literal["sync"]
 
 
+class AllreduceAlgorithm(_Spec):
+    """Synchronous data parallelism without a server (Horovod, NCCL, PyTorch
+    DDP): each step the learners' gradients are summed by a collective and
+    every learner applies the same update."""
+
+    kind: Literal["allreduce"]
+    #: ring or tree over all learners (the slowest link sets the pace), or
+    #: hierarchical: inside each node over its host link, then across nodes
+    collective: Literal["ring", "tree", "hierarchical"] = "hierarchical"
+    #: the fraction of the collective hidden behind the backward pass
+    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+
+
 #: each kind with its own keys: a key of another kind is refused like a typo
-Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm, Field(discriminator="kind")]
+Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm | AllreduceAlgorithm,
+                      Field(discriminator="kind")]
 
 
 def default_jitter() -> dict:
@@ -316,7 +330,11 @@ def _deep_copy(value: Any) -> Any:
 def _describe(error: dict, data: Any) -> tuple[str, str]:
     """Turn one pydantic error into (key path as the user wrote it, expectation)."""
     path, node = [], data
-    for part in error["loc"]:
+    loc = list(error["loc"])
+    if loc[:1] == ["algorithm"] and len(loc) > 2 and isinstance(node, dict) \
+            and isinstance(node.get("algorithm"), dict) and loc[1] == node["algorithm"].get("kind"):
+        del loc[1]    # the union's tag (the kind), which may also be a key's name
+    for part in loc:
         # pydantic adds union branch names to loc; keep only the user's keys
         if isinstance(node, dict) and part in node:
             path.append(str(part))
@@ -324,7 +342,7 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             path.append(str(part))
             node = node[part]
-        elif error["type"] in ("extra_forbidden", "missing") and part == error["loc"][-1]:
+        elif error["type"] in ("extra_forbidden", "missing") and part == loc[-1]:
             path.append(str(part))
     key = ".".join(path)
     kind, message = error["type"], error["msg"]

@@ -136,6 +136,11 @@ def loop_of(scenario: Scenario, costs: Costs) -> Loop:
                            ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
             after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
                           ("accumulate", ("accumulator",), c.accumulate_s)))
+    if scenario.algorithm.kind == "allreduce":
+        # the gradient and the weights stay on the GPU: the collective moves them
+        return Loop(before=_stages(("batch_read", ("disk",), c.batch_read_s),
+                                   ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
+                    after=())
     # a parameter server: push the gradient, take the reply's weights
     return Loop(
         before=_stages(("batch_read", ("disk",), c.batch_read_s),

@@ -68,6 +68,11 @@ CLAIMS = [
     (f"{DGX}.yaml", "About {:.0f} cycles pass",
      lambda run: run(DGX).summary["analytic"]["t_gpu_s"] / run(DGX).summary["analytic"]["t_update_s"]),
     (f"{DGX}.yaml", "applied {:.1f} versions late", summary(DGX, "staleness", "mean")),
+    ("dgx1-allreduce-resnet50.yaml", "a round takes {:.3f} s",
+     summary("dgx1-allreduce-resnet50", "analytic", "t_update_s")),
+    ("dgx1-allreduce-resnet50.yaml", "the GPUs compute {:.0f} %", utilisation("dgx1-allreduce-resnet50", "gpu")),
+    ("dgx1-allreduce-resnet50.yaml", "update take {:.0f} %",
+     utilisation("dgx1-allreduce-resnet50", "collective")),
     ("ideal-async-exponential.yaml", "with mean {:.0f}.", summary("ideal-async-exponential", "staleness", "mean")),
 ]
 

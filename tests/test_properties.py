@@ -19,7 +19,7 @@ LAWS = st.sampled_from([
 
 @st.composite
 def small_scenarios(draw):
-    kind = draw(st.sampled_from(["sprint", "async", "sync"]))
+    kind = draw(st.sampled_from(["sprint", "async", "sync", "allreduce"]))
     communication = draw(st.sampled_from(["ideal", "modelled"]))
     gpus = draw(st.integers(1, 3))
     overrides = dict(

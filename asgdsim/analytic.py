@@ -67,10 +67,17 @@ class Prediction:
     t_update_s: float               # mean time between updates
     bound: str                      # the resource that limits throughput
     epoch_time_s: float
-    throughput_samples_per_s: float
+    #: samples per second once the start-up has passed
+    steady_throughput_samples_per_s: float
     staleness: Pmf
     gradients_per_update: Pmf
     laws: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def throughput_samples_per_s(self) -> float:
+        """Samples per second over the run, as the simulator counts them: an
+        epoch's samples over the epoch time (start-up and stop included)."""
+        return self.scenario.workload.dataset_samples / self.epoch_time_s
 
     @property
     def minibatch(self) -> Pmf:
@@ -86,6 +93,7 @@ class Prediction:
         return {
             "epoch_time_s": self.epoch_time_s,
             "throughput_samples_per_s": self.throughput_samples_per_s,
+            "steady_throughput_samples_per_s": self.steady_throughput_samples_per_s,
             "t_gpu_s": self.t_gpu_s,
             "t_update_s": self.t_update_s,
             "bound": self.bound,
@@ -357,7 +365,7 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
-        throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
+        steady_throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
         staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
 
 
@@ -445,7 +453,7 @@ def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound:
     return Prediction(
         scenario=sc, t_gpu_s=period, t_update_s=period / m, bound=bound,
         epoch_time_s=run.epoch_time(float(flat[n - 1]), n),
-        throughput_samples_per_s=sc.workload.sub_batch * m / period,
+        steady_throughput_samples_per_s=sc.workload.sub_batch * m / period,
         staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
 
 
@@ -491,7 +499,7 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
     return Prediction(
         scenario=sc, t_gpu_s=law.mean + loop.overhead_s, t_update_s=steady, bound="slowest learner",
         epoch_time_s=run.epoch_time(t_last, rounds * p),
-        throughput_samples_per_s=p * sc.workload.sub_batch / steady,
+        steady_throughput_samples_per_s=p * sc.workload.sub_batch / steady,
         staleness=Pmf.point(0), gradients_per_update=Pmf.point(p),
         laws={"epoch_time": ("exact: rounds of E[max of P steps]" if _ideal(sc) and exact else
                              "exact: identical fixed-time steps, their round schedule"
@@ -680,7 +688,7 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     return Prediction(
         scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
-        throughput_samples_per_s=sc.workload.sub_batch * g / period,
+        steady_throughput_samples_per_s=sc.workload.sub_batch * g / period,
         staleness=staleness, gradients_per_update=minibatch, laws=laws)
 
 

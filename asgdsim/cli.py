@@ -19,6 +19,7 @@ import yaml
 
 from . import catalog
 from .errors import OutputExists, ScenarioError, UsageError
+from .names import component_name
 
 if TYPE_CHECKING:
     from .analytic import Prediction
@@ -86,8 +87,10 @@ def headline(result: Result) -> str:
              g["minibatch_mean_rel_err"]),
         _row("mini-batch p95", s["minibatch"]["p95"], a["minibatch"]["p95"], ".0f"),
         f"  total variation: staleness {g['staleness_tv']:.3f}, mini-batch {g['minibatch_tv']:.3f};"
-        f" throughput bound: {a['bound']}",
+        f" throughput bound: {component_name(a['bound'])}",
     ]
+    if not s["epoch_time_basis"].startswith("measured"):
+        lines.append(f"  epoch time {s['epoch_time_basis']}")
     return "\n".join(lines)
 
 
@@ -98,7 +101,9 @@ def _prediction_text(pred: Prediction) -> str:
         f"{pred.scenario.cluster.learners} learners (closed form)",
         *_caveat(pred),
         f"  epoch time           {s['epoch_time_s']:.2f} s   ({s['laws']['epoch_time']})",
-        f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s, bound by {s['bound']}",
+        f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s over the run "
+        f"({s['steady_throughput_samples_per_s']:.1f} once started), bound by "
+        f"{component_name(s['bound'])}",
         f"  learner step         {s['t_gpu_s']:.4f} s; between updates {s['t_update_s']:.4f} s",
         f"  staleness            mean {s['staleness']['mean']:.3f}, p50 {s['staleness']['p50']}, "
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
@@ -266,6 +271,8 @@ def plan_text(result: Plan, name: str) -> str:
              + f"; {band}:"]
     if result.wanted == 0:
         lines.append("  ranked by the closed form alone (--confirm 0): nothing is confirmed")
+    elif result.simulated == 0:
+        lines.append("  no candidate is in the target by the closed form: nothing to simulate")
     elif result.exhausted:
         lines.append(f"  only {result.confirmed} of {result.simulated} simulated candidates are "
                      f"feasible by simulation, and no candidate is left (asked for "
@@ -278,10 +285,15 @@ def plan_text(result: Plan, name: str) -> str:
         lines.append("  every update here applies one learner's gradient: the mini-batch is the "
                      "sub-batch whatever the cluster, so only the sub-batch can meet the target; "
                      "nodes and GPUs change speed, staleness and cost")
+    shown = t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12)
+    if shown.empty:
+        lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
+                     "or --max-staleness")
+        return "\n".join(lines)
     lines.append(f"  {'rank':>4} {'nodes':>5} {'GPUs/node':>9} {'idle/node':>9} {'sub-batch':>9} "
                  f"{'epoch (s)':>10} {'mini-batch':>10} {'staleness':>9} {'GPU-h/epoch':>11} "
                  f"{'sim. epoch':>10} {'sim. batch':>10}  verdict")
-    for r in t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12).itertuples():
+    for r in shown.itertuples():
         simulated = not pd.isna(r.simulated_epoch_time_s)
         verdict = ("confirmed" if simulated and r.feasible else "refuted by simulation"
                    if simulated else "closed form only")
@@ -343,8 +355,9 @@ def cmd_timing(args: argparse.Namespace) -> int:
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
     layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch)
-    print(f"{gpu.name}, {model.name}, batch {args.batch} ({args.compute}): "
-          f"forward + backward per layer, ms")
+    how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
+           else "the calibrated roofline")
+    print(f"{gpu.name}, {model.name}, batch {args.batch} ({how}): forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
     for t in layers:
         print(f"  {t.layer:<22}{t.op:<9}{1e3 * t.forward_s:>10.3f}{1e3 * t.backward_s:>10.3f}"

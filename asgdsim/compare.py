@@ -16,9 +16,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .plots import COMPONENTS, minibatch_figure, staleness_figure
+from .plots import minibatch_figure, staleness_figure
 from .pmf import Pmf, total_variation
 from .simulation import Result
+from .names import COMPONENTS, component_name
 
 __all__ = ["CHECKED", "comparison", "distances", "compare_figures"]
 
@@ -76,22 +77,22 @@ def _over_time(result: Result) -> Figure:
     start-up transient ends, and whether the run settles where predicted."""
     fig = Figure(figsize=(8, 5.6), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    for ax, t, values, predicted, label in (
+    for ax, t, values, predicted, label, unit in (
             (top, result.updates["t"], result.updates["minibatch"],
-             result.prediction.minibatch.mean, "mini-batch of an update (samples)"),
+             result.prediction.minibatch.mean, "mini-batch of an update (samples)", "updates"),
             (bottom, result.gradients["t_applied"], result.gradients["staleness"],
-             result.prediction.staleness.mean, "staleness of a gradient")):
+             result.prediction.staleness.mean, "staleness of a gradient", "gradients")):
         order = np.argsort(t.to_numpy(), kind="stable")
         t, values = t.to_numpy()[order], values.to_numpy()[order]
         ax.plot(t, values, ".", markersize=2, alpha=0.3, color="#7aa6d6", label="each")
         window = max(1, len(values) // 100)
         running = pd.Series(values).rolling(window, min_periods=1).mean()
-        ax.plot(t, running, color="#1f3b5c", label=f"running mean of {window}")
+        ax.plot(t, running, color="#1f3b5c", label=f"running mean of {window} {unit}")
         ax.axhline(predicted, color="#c0392b", linestyle="--",
                    label=f"closed form mean {predicted:,.1f}" if predicted >= 100
                    else f"closed form mean {predicted:.3g}")
         ax.set_ylabel(label)
-        ax.legend(frameon=False, loc="upper right", fontsize=8)
+        ax.legend(loc="best", fontsize=8, framealpha=0.85)
     bottom.set_xlabel("simulated time (s)")
     top.set_title(f"{result.scenario.name}: over the run")
     return fig
@@ -107,7 +108,7 @@ def _utilisation(result: Result) -> Figure:
     ax.set_xlim(0, 100)
     ax.set_xlabel("busy share of the simulated time (%)\n(mean over the components of a kind)")
     ax.set_title(f"{result.scenario.name}: utilisation\n"
-                 f"(the closed form's bound: {COMPONENTS.get(result.prediction.bound, result.prediction.bound)})",
+                 f"(the closed form's bound: {component_name(result.prediction.bound)})",
                  fontsize=10)
     return fig
 

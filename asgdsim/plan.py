@@ -168,9 +168,15 @@ def plan_figure(result: Plan, name: str) -> Figure:
     lo, hi = result.target * (1 - result.tolerance), result.target * (1 + result.tolerance)
     ax.axvspan(lo, hi, color="#2e8b57", alpha=0.12, label=f"target {result.target:g} ± {result.tolerance:.0%}")
     too_big = ~t["fits_memory"]       # never predicted: nothing to draw
-    kinds = [(~too_big & ~t["feasible"], dict(s=8, color="#9aa5b1"), "outside the target by the closed form"),
-             (t["feasible"], dict(s=28, color="#2e8b57", edgecolors="white", linewidths=0.5),
-              "in the target by the closed form")]
+    limit = "" if result.max_staleness is None else f" or above staleness {result.max_staleness:g}"
+    # what the closed form alone says (a refuted candidate was in it)
+    predicted_ok = t["fits_memory"] & t["predicted_minibatch_mean"].between(lo, hi)
+    if result.max_staleness is not None:
+        predicted_ok &= t["predicted_staleness_mean"] <= result.max_staleness
+    kinds = [(~too_big & ~predicted_ok, dict(s=8, color="#9aa5b1"),
+              f"outside the band{limit}, by the closed form"),
+             (predicted_ok, dict(s=28, color="#2e8b57", edgecolors="white", linewidths=0.5),
+              f"in the band{' and under the staleness limit' if limit else ''}, by the closed form")]
     for rows, style, label in kinds:
         ax.scatter(t.loc[rows, "predicted_minibatch_mean"], t.loc[rows, "predicted_epoch_time_s"],
                    label=f"{label} ({int(rows.sum())})", zorder=3, **style)

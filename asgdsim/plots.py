@@ -13,23 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .pmf import Pmf
 
-__all__ = ["pmf_figure", "staleness_figure", "minibatch_figure", "COMPONENTS"]
-
-#: the simulator's component kinds, as a reader names them
-COMPONENTS = {
-    "gpu": "GPUs (compute)",
-    "disk": "node disks (sub-batch reads)",
-    "host_link": "host links (PCIe, GPU to host)",
-    "accumulator": "node accumulators (gradient sums)",
-    "allreduce": "Allreduce (update threads)",
-    "node_update": "weight updates (update threads)",
-    "port_out": "node network ports, out",
-    "port_in": "node network ports, in",
-    "server_port_in": "server network port, in",
-    "server_port_out": "server network port, out",
-    "server": "server CPU (updates)",
-    "collective": "collective and GPU update (allreduce)",
-}
+__all__ = ["pmf_figure", "staleness_figure", "minibatch_figure"]
 
 #: the share of either law's mass a histogram's axis may leave out (start-up outliers)
 TAIL = 0.01
@@ -66,7 +50,7 @@ def pmf_figure(simulated: Pmf, analytic: Pmf, *, xlabel: str, title: str, unit: 
 
 
 def _figure(x: float) -> str:
-    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.3g}"
+    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.2f}"
 
 
 def staleness_figure(gradients_staleness: np.ndarray, analytic: Pmf, name: str) -> Figure:

@@ -16,6 +16,7 @@ same scenario back, which is what makes a stored result reproducible.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -299,6 +300,10 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         if any(key == "cluster.machine" for key, _ in problems):
             # an unknown preset fills nothing: its missing keys are not news
             problems = [(k, w) for k, w in problems if not w.startswith("required key")]
+        # a misspelt key is one problem, not also its correct spelling missing
+        meant = {key.rsplit(".", 1)[0] + "." + m.group(1) if "." in key else m.group(1)
+                 for key, what in problems if (m := re.search(r"did you mean '([^']+)'", what))}
+        problems = [(k, w) for k, w in problems if not (k in meant and w.startswith("required key"))]
         raise ScenarioError(source, problems) from None
 
 

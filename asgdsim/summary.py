@@ -29,7 +29,8 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
     epochs = scenario.stop.epochs
     if epochs and cumulative[-1] >= epochs * dataset:
         reached = int(np.searchsorted(cumulative, epochs * dataset))
-        basis = f"measured over {epochs:g} epochs" if epochs >= 1 else f"scaled from {epochs:g} epochs"
+        unit = "epoch" if epochs == 1 else "epochs"
+        basis = f"measured over {epochs:g} {unit}" if epochs >= 1 else f"scaled from {epochs:g} epochs"
         return float(updates["t"].iloc[reached]) / epochs, basis
     applied = float(cumulative[-1]) / dataset
     return (float(updates["t"].iloc[-1]) / applied,

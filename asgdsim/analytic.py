@@ -29,7 +29,7 @@ closed form's assumptions: <why>" and ``compare --check`` fails on it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import special
@@ -72,6 +72,9 @@ class Prediction:
     staleness: Pmf
     gradients_per_update: Pmf
     laws: dict[str, str] = field(default_factory=dict)
+    #: expected gradients and updates applied by the run's end
+    gradients: float = math.nan
+    updates: float = math.nan
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -107,7 +110,34 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     """The closed-form prediction for ``scenario`` (milliseconds, no simulation).
 
     ``costs``, when the caller already has them, saves deriving them again."""
-    return _PREDICTORS[scenario.algorithm.kind](scenario, costs or costs_of(scenario))
+    costs = costs or costs_of(scenario)
+    whole = _PREDICTORS[scenario.algorithm.kind](scenario, costs)
+    return whole if scenario.stop.warmup is None else _after_warmup(scenario, costs, whole)
+
+
+def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction) -> Prediction:
+    """The laws of the run less its warm-up: the whole run's laws weighted by
+    their counts, less those of a run that stops where the warm-up ends.
+    The epoch time stays the whole run's."""
+    from .scenario import Stop
+
+    w = sc.stop.warmup
+    early_stop = Stop(time=w.time, updates=w.updates, epochs=w.epochs)
+    early = _PREDICTORS[sc.algorithm.kind](sc.model_copy(update={"stop": early_stop}), costs)
+    kept_gradients, kept_updates = whole.gradients - early.gradients, whole.updates - early.updates
+    laws = dict(whole.laws)
+    if kept_gradients < 0.5 or kept_updates < 0.5:
+        laws["assumptions"] = f"{OUTSIDE}: the warm-up covers the whole run"
+        return replace(whole, laws=laws)
+    for key in ("staleness", "minibatch"):
+        laws[key] = laws[key].replace("exact: ", "approximation: ") + \
+            "; the warm-up left out (the run less its first part)"
+    return replace(
+        whole, laws=laws,
+        staleness=whole.staleness.less(early.staleness, early.gradients / whole.gradients),
+        gradients_per_update=whole.gradients_per_update.less(
+            early.gradients_per_update, early.updates / whole.updates),
+        gradients=kept_gradients, updates=kept_updates)
 
 
 # -- the run: how long, in the stop condition's terms -----------------------
@@ -366,7 +396,8 @@ def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
         steady_throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
-        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
+        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws,
+        gradients=gradients, updates=gradients)
 
 
 def _async_staleness(m: int, n: float, mean: float, c2: float) -> Pmf:
@@ -454,7 +485,8 @@ def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound:
         scenario=sc, t_gpu_s=period, t_update_s=period / m, bound=bound,
         epoch_time_s=run.epoch_time(float(flat[n - 1]), n),
         steady_throughput_samples_per_s=sc.workload.sub_batch * m / period,
-        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws)
+        staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws,
+        gradients=n, updates=n)
 
 
 def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None) -> np.ndarray:
@@ -506,7 +538,8 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
                              if law.is_constant else
                              "approximation: the round's schedule with the compute of each "
                              "learner at its expected order statistic"),
-              "staleness": "exact: 0", "minibatch": "exact: P gradients per round"})
+              "staleness": "exact: 0", "minibatch": "exact: P gradients per round"},
+        gradients=rounds * p, updates=rounds)
 
 
 def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
@@ -689,7 +722,8 @@ def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
         steady_throughput_samples_per_s=sc.workload.sub_batch * g / period,
-        staleness=staleness, gradients_per_update=minibatch, laws=laws)
+        staleness=staleness, gradients_per_update=minibatch, laws=laws,
+        gradients=gradients, updates=updates)
 
 
 def _paces(skeleton: np.ndarray, found: tuple[int, np.ndarray] | None) -> np.ndarray:

@@ -58,8 +58,9 @@ def comparison(result: Result) -> pd.DataFrame:
     relative = table["figure"].isin(["throughput (samples/s)"])
     table["rel_err"] = ((table["simulated"] - table["closed_form"]).abs()
                         / table["closed_form"].abs()).where(relative)
-    simulated = {"staleness": Pmf.of_samples(result.gradients["staleness"].to_numpy()),
-                 "mini-batch": Pmf.of_samples(result.updates["minibatch"].to_numpy())}
+    gradients, updates = result.measured
+    simulated = {"staleness": Pmf.of_samples(gradients["staleness"].to_numpy()),
+                 "mini-batch": Pmf.of_samples(updates["minibatch"].to_numpy())}
     analytic = {"staleness": result.prediction.staleness, "mini-batch": result.prediction.minibatch}
     extra = [(f"{name} {kind}", value, np.nan, np.nan)
              for name in simulated for kind, value in distances(simulated[name], analytic[name]).items()]
@@ -92,6 +93,9 @@ def _over_time(result: Result) -> Figure:
                    label=f"closed form mean {predicted:,.1f}" if predicted >= 100
                    else f"closed form mean {predicted:.3g}")
         ax.set_ylabel(label)
+        if "warmup" in result.summary:
+            ax.axvspan(0, result.summary["warmup"]["excluded_until_s"], color="#dddddd", zorder=0,
+                       label="warm-up (not in the statistics)")
         ax.legend(loc="best", fontsize=8, framealpha=0.85)
     bottom.set_xlabel("simulated time (s)")
     top.set_title(f"{result.scenario.name}: over the run")
@@ -115,10 +119,11 @@ def _utilisation(result: Result) -> Figure:
 
 def compare_figures(result: Result) -> dict[str, Figure]:
     sc = result.scenario
+    gradients, updates = result.measured
     return {
-        "staleness.png": staleness_figure(result.gradients["staleness"].to_numpy(),
+        "staleness.png": staleness_figure(gradients["staleness"].to_numpy(),
                                           result.prediction.staleness, sc.name),
-        "minibatch.png": minibatch_figure(result.updates["minibatch"].to_numpy(),
+        "minibatch.png": minibatch_figure(updates["minibatch"].to_numpy(),
                                           result.prediction.minibatch, sc.name,
                                           sc.workload.sub_batch),
         "over_time.png": _over_time(result),

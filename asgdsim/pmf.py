@@ -40,6 +40,18 @@ class Pmf:
         probs = probs[keep[0]:keep[-1] + 1]
         return cls(np.arange(start + keep[0], start + keep[-1] + 1), probs / probs.sum())
 
+    def less(self, part: Pmf, share: float) -> Pmf:
+        """The law of the rest of a mixture: this law is ``share`` of ``part``
+        and 1 - share of the rest (mass that would turn negative is dropped)."""
+        if share <= 0:
+            return self
+        lo = int(min(self.values.min(), part.values.min()))
+        hi = int(max(self.values.max(), part.values.max()))
+        rest = np.zeros(hi - lo + 1)
+        np.add.at(rest, self.values - lo, self.probs)
+        np.add.at(rest, part.values - lo, -share * part.probs)
+        return Pmf.from_probs(lo, rest)
+
     def scaled(self, factor: int) -> Pmf:
         return Pmf(self.values * factor, self.probs)
 

@@ -190,13 +190,36 @@ class Timing(_Spec):
         return self
 
 
+class Warmup(_Spec):
+    """The start of a run that its statistics leave out: a time, a number of
+    updates, or epochs (of applied samples); exactly one."""
+
+    time: Seconds | None = None
+    updates: Count | None = None
+    epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Warmup:
+        if sum(v is not None for v in (self.time, self.updates, self.epochs)) != 1:
+            raise ValueError("expected exactly one of time, updates, epochs")
+        return self
+
+
+def _warmup(value: Any) -> Any:
+    """A plain quantity is a time: ``warmup: 30 s``."""
+    return {"time": value} if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
+        else value
+
+
 class Stop(_Spec):
-    """Stop at the first condition reached."""
+    """Stop at the first condition reached; ``warmup`` is left out of the
+    staleness and mini-batch statistics (not of the epoch time)."""
 
     epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     gradients: Count | None = None
     updates: Count | None = None
     time: Seconds | None = None
+    warmup: Annotated[Warmup | None, BeforeValidator(_warmup)] = None
 
     @model_validator(mode="after")
     def _at_least_one(self) -> Stop:

@@ -21,7 +21,7 @@ from .components.weights import Weights
 from .costs import Costs, costs_of
 from .recorder import Recorder
 from .scenario import Scenario
-from .summary import summarize
+from .summary import measured, summarize
 
 __all__ = ["Result", "simulate"]
 
@@ -40,6 +40,12 @@ class Result:
     summary: dict
     #: bytes the recorder's (gradient, update) columns held for this run
     recorded_bytes: tuple[int, int] = (0, 0)
+
+    @property
+    def measured(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(gradients, updates) the statistics count: after the warm-up, if any."""
+        return measured(self.gradients, self.updates,
+                        self.summary.get("warmup", {}).get("first_version", 1))
 
 
 def simulate(scenario: Scenario, seed: int | None = None) -> Result:

@@ -17,7 +17,7 @@ from .analytic import Prediction
 from .pmf import Pmf, total_variation
 from .scenario import Scenario
 
-__all__ = ["summarize", "epoch_time", "agreement"]
+__all__ = ["summarize", "epoch_time", "agreement", "first_measured_version", "measured"]
 
 
 def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
@@ -57,12 +57,43 @@ def agreement(summary: dict, prediction: Prediction, staleness: Pmf, minibatch: 
     }
 
 
+def first_measured_version(scenario: Scenario, updates: pd.DataFrame) -> int:
+    """The first update the statistics count: the first after the warm-up
+    (version 1 without one)."""
+    warmup = scenario.stop.warmup
+    if warmup is None or updates.empty:
+        return 1
+    if warmup.updates is not None:
+        return warmup.updates + 1
+    if warmup.time is not None:
+        after = np.flatnonzero(updates["t"].to_numpy() >= warmup.time)
+    else:
+        reached = updates["minibatch"].to_numpy().cumsum() >= warmup.epochs * scenario.workload.dataset_samples
+        after = np.flatnonzero(reached) + 1
+    return int(updates["version"].iloc[after[0]]) if len(after) and after[0] < len(updates) \
+        else int(updates["version"].iloc[-1]) + 1
+
+
+def measured(gradients: pd.DataFrame, updates: pd.DataFrame,
+             first_version: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The gradients and updates the statistics count: those applied from
+    ``first_version`` on."""
+    if first_version <= 1:
+        return gradients, updates
+    return (gradients[gradients["version_applied"] >= first_version],
+            updates[updates["version"] >= first_version])
+
+
 def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame,
               simulated_time_s: float, prediction: Prediction, utilisation: dict[str, float],
               wall_time_s: float) -> dict:
     samples = int(updates["minibatch"].sum())
-    staleness = Pmf.of_samples(gradients["staleness"].to_numpy()) if len(gradients) else Pmf.point(0)
-    minibatch = Pmf.of_samples(updates["minibatch"].to_numpy()) if len(updates) else Pmf.point(0)
+    first = first_measured_version(scenario, updates)
+    kept_gradients, kept_updates = measured(gradients, updates, first)
+    staleness = (Pmf.of_samples(kept_gradients["staleness"].to_numpy()) if len(kept_gradients)
+                 else Pmf.point(0))
+    minibatch = (Pmf.of_samples(kept_updates["minibatch"].to_numpy()) if len(kept_updates)
+                 else Pmf.point(0))
     summary = {
         "scenario": scenario.name,
         "seed": scenario.seed,
@@ -80,6 +111,13 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
         "utilisation": utilisation,
         "analytic": prediction.summary,
     }
+    if scenario.stop.warmup is not None:
+        summary["warmup"] = {
+            "first_version": first,
+            "excluded_until_s": float(updates["t"].iloc[first - 2]) if first > 1 else 0.0,
+            "excluded_updates": int(len(updates) - len(kept_updates)),
+            "excluded_gradients": int(len(gradients) - len(kept_gradients)),
+        }
     summary["agreement"] = agreement(summary, prediction, staleness, minibatch)
     summary["wall_time_s"] = wall_time_s
     return summary

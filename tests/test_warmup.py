@@ -1,0 +1,64 @@
+"""stop.warmup: the start of a run left out of its statistics, in the
+simulation and in the closed form alike."""
+
+import numpy as np
+import pytest
+
+from asgdsim import predict, simulate
+
+from conftest import batch_means_se, make
+
+
+def test_the_first_updates_and_their_gradients_are_left_out():
+    sc = make(stop__gradients=400, stop__warmup={"updates": 50}, cluster__gpus_per_node=4,
+              timing__compute={"distribution": "exponential", "mean": 1.0}, seed=3)
+    res = simulate(sc)
+    w, (g, u) = res.summary["warmup"], res.measured
+    assert w["first_version"] == 51 and w["excluded_updates"] == 50
+    assert (g["version_applied"] > 50).all() and len(g) == len(res.gradients) - w["excluded_gradients"]
+    assert w["excluded_until_s"] == res.updates["t"].iloc[49]
+    assert res.summary["staleness"]["mean"] == pytest.approx(g["staleness"].mean())
+    # the epoch time is the whole run's
+    assert res.summary["epoch_time_s"] == simulate(sc.model_copy(update={"stop": sc.stop.model_copy(
+        update={"warmup": None})})).summary["epoch_time_s"]
+
+
+@pytest.mark.parametrize("warmup", [{"time": 20.0}, {"epochs": 0.1}])
+def test_a_warmup_by_time_or_epochs_starts_at_the_first_update_after_it(warmup):
+    sc = make(stop__gradients=300, stop__warmup=warmup, cluster__gpus_per_node=3,
+              timing__compute={"distribution": "exponential", "mean": 1.0},
+              workload__dataset_samples=1000)
+    res = simulate(sc)
+    u, first = res.updates, res.summary["warmup"]["first_version"]
+    if "time" in warmup:
+        assert u["t"].iloc[first - 1] >= 20.0 > u["t"].iloc[first - 2]
+    else:
+        samples = u["minibatch"].cumsum().to_numpy()
+        assert samples[first - 2] >= 100 > samples[first - 3]
+
+
+def test_fixed_steps_agree_exactly_after_the_warmup():
+    # identical steps: the closed form walks the exact schedule, before and after
+    sc = make(stop__gradients=3000, stop__warmup={"updates": 200}, cluster__gpus_per_node=8,
+              timing__compute={"distribution": "deterministic", "mean": 1.0})
+    res = simulate(sc)
+    assert res.summary["agreement"]["staleness_tv"] < 1e-9
+    assert "warm-up left out" in predict(sc).laws["staleness"]
+
+
+def test_exponential_learners_after_the_warmup_see_m_minus_one_updates():
+    # Mitliagkas et al.: in steady state the staleness is geometric with mean
+    # M - 1; leaving out the start removes the first round's fresher gradients
+    m = 8
+    sc = make(stop__gradients=20000, stop__warmup={"updates": 400}, cluster__gpus_per_node=m,
+              timing__compute={"distribution": "exponential", "mean": 1.0}, seed=5)
+    res = simulate(sc)
+    staleness = res.measured[0]["staleness"].to_numpy()
+    se = batch_means_se(staleness)
+    assert abs(staleness.mean() - predict(sc).staleness.mean) < 4 * se
+    assert abs(predict(sc).staleness.mean - (m - 1)) < 4 * se
+
+
+def test_a_warmup_longer_than_the_run_is_said():
+    sc = make(stop__gradients=100, stop__warmup={"updates": 1000})
+    assert "warm-up covers the whole run" in predict(sc).outside_assumptions

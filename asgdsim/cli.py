@@ -338,6 +338,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
             entry = catalog.lookup(kind, name)
             figures = ", ".join(f"{c} {entry[c] if not isinstance(entry[c], dict) else entry[c]['name']}"
                                 for c in _CATALOG_COLUMNS[kind] if c in entry)
+            if kind == "models":
+                from .specs import catalog_model
+                figures += f", forward {catalog_model(name).forward_flops / 1e9:.2f} GFLOP per sample"
             print(f"  {name:<{width}}{figures}")
             print(f"  {'':<{width}}source: {entry.get('source', '-')}")
     return 0

@@ -167,14 +167,16 @@ def costs_of(scenario: Scenario) -> Costs:
 def collective_time(scenario: Scenario, weights: float) -> float:
     """``allreduce``'s step after the compute: the collective's exposed part,
     then every learner's momentum update of its copy on the GPU (read w, g,
-    m; write m, w). GPUs of a node exchange through their host link."""
+    m; write m, w). GPUs of a node exchange over their ``gpu_link``
+    (NVLink), or through their host links where they have none."""
     algorithm, cluster = scenario.algorithm, scenario.cluster
     if algorithm.kind != "allreduce":
         return 0.0
     learners, gpu = cluster.learners, cluster.gpu
-    slowest = cluster.network if cluster.nodes > 1 else cluster.host_link
+    inside = cluster.gpu_link or cluster.host_link
+    slowest = cluster.network if cluster.nodes > 1 else inside
     if algorithm.collective == "hierarchical":
-        collective = hierarchical_allreduce_time(cluster.host_link, cluster.network, weights,
+        collective = hierarchical_allreduce_time(inside, cluster.network, weights,
                                                  cluster.gpus_per_node, cluster.nodes)
     else:
         collective = ALLREDUCE[algorithm.collective](slowest, weights, learners)

@@ -67,6 +67,8 @@ class Cluster(_Spec):
     gpus_per_host_link: Count
     host_memory_bandwidth: BytesPerSecond
     disk_bandwidth: BytesPerSecond
+    #: what a node's GPUs exchange over directly (NVLink); none: their host links
+    gpu_link: Link | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -82,3 +82,12 @@ def test_its_keys_are_checked(changes, key):
         make(algorithm__kind="sprint", algorithm__collective="ring",
              timing__update_interval=0.1)
     assert "a key of allreduce" in str(error.value)
+
+
+def test_gpus_with_a_link_of_their_own_use_it_inside_the_node():
+    through_host = allreduce(cluster__machine="dgx1-v100", cluster__nodes=2,
+                             cluster__gpu_link=None, timing__communication="modelled")
+    over_nvlink = allreduce(cluster__machine="dgx1-v100", cluster__nodes=2,
+                            timing__communication="modelled")
+    assert over_nvlink.cluster.gpu_link.name == "nvlink2" and through_host.cluster.gpu_link is None
+    assert costs_of(over_nvlink).collective_s < costs_of(through_host).collective_s

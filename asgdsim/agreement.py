@@ -50,7 +50,7 @@ Z = 3.0
 MAX_GRADIENTS = 12_000
 MAX_LEARNERS = 256
 
-ALGORITHMS = ("sprint", "async", "sync", "allreduce")
+ALGORITHMS = ("sprint", "async", "sync", "allreduce", "local-sgd")
 LAWS = ("deterministic", "exponential", "shifted-exponential", "uniform", "gamma", "lognormal")
 SUB_BATCHES = (4, 8, 16, 32, 64, 128, 256)
 NETWORKS = ("ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "10gbe", "25gbe", "100gbe")
@@ -72,7 +72,7 @@ def _law(rng: np.random.Generator, mean: str) -> dict:
 
 def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     """One scenario mapping, as a user could write it, drawn from ``rng``."""
-    kind = str(rng.choice(ALGORITHMS, p=[0.4, 0.25, 0.15, 0.2]))
+    kind = str(rng.choice(ALGORITHMS, p=[0.36, 0.22, 0.14, 0.14, 0.14]))
     cluster: dict
     if rng.random() < 0.6:
         machine = str(rng.choice(catalog.names("machines")))
@@ -117,6 +117,7 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     if kind == "sprint" and (ideal or rng.random() < 0.15):
         timing["update_interval"] = f"{float(np.exp(rng.uniform(np.log(2), np.log(3000)))):.4g} ms"
 
+    period = int(rng.choice([1, 2, 4, 8, 16])) if kind == "local-sgd" else 1
     # run length: steps per learner from a few to thousands, within the budget
     steps = float(np.exp(rng.uniform(np.log(5), np.log(3000))))
     steps = min(steps, MAX_GRADIENTS / learners)
@@ -130,8 +131,12 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
         stop = {"gradients": gradients}
     else:
         per_update = {"sprint": max(learners // 4, 1), "async": 1}.get(kind, learners)
+        if kind == "local-sgd":
+            per_update *= period
         stop = {"updates": max(3, gradients // per_update)}
     algorithm = {"kind": kind}
+    if kind == "local-sgd":
+        algorithm.update(period=period, average=str(rng.choice(["allreduce", "server"])))
     if kind == "allreduce":
         algorithm["collective"] = str(rng.choice(["ring", "tree", "hierarchical"]))
         algorithm["overlap"] = float(rng.choice([0.0, 0.0, 0.5, 0.9]))

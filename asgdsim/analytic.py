@@ -515,36 +515,54 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
     (``allreduce``: no push or pull, the collective and the GPU update after
     the slowest learner)."""
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
-    p = topo.learners
-    aggregate_s = costs.collective_s if sc.algorithm.kind == "allreduce" else costs.server_update_s
-    first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s)
+    p, kind = topo.learners, sc.algorithm.kind
+    by_collective = kind == "allreduce" or (kind == "local-sgd" and sc.algorithm.average == "allreduce")
+    aggregate_s = costs.collective_s if by_collective else costs.server_update_s
+    period = sc.algorithm.period if kind == "local-sgd" else 1
+    # local SGD: a round is ``period`` steps of each learner, then the averaging
+    exact_sum = law.sums_exactly and (period == 1 or _ideal(sc))
+    first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
+    exact = exact or (law.sum_of(period).family == "gamma" and exact_sum)
+    law = law.sum_of(period)
+    per_round = p * period
     n = run.target_gradients
     if n == math.inf:
         rounds = run.updates if run.updates else None
     else:
-        rounds = math.ceil(n / p)
+        rounds = math.ceil(n / per_round)
     if rounds is None or run.time_s is not None:
         by_time = 0 if run.time_s < first else 1 + math.floor((run.time_s - first) / steady)
         rounds = by_time if rounds is None else min(rounds, by_time)
     rounds = max(rounds, 1)
     t_last = first + (rounds - 1) * steady
+    steps = "steps" if period == 1 else f"sums of {period} steps"
     return Prediction(
         scenario=sc, t_gpu_s=law.mean + loop.overhead_s, t_update_s=steady, bound="slowest learner",
-        epoch_time_s=run.epoch_time(t_last, rounds * p),
-        steady_throughput_samples_per_s=p * sc.workload.sub_batch / steady,
-        staleness=Pmf.point(0), gradients_per_update=Pmf.point(p),
-        laws={"epoch_time": ("exact: rounds of E[max of P steps]" if _ideal(sc) and exact else
+        epoch_time_s=run.epoch_time(t_last, rounds * per_round),
+        steady_throughput_samples_per_s=per_round * sc.workload.sub_batch / steady,
+        staleness=Pmf.point(0), gradients_per_update=Pmf.point(per_round),
+        laws={"epoch_time": (f"exact: rounds of E[max of P {steps}]" if _ideal(sc) and exact else
                              "exact: identical fixed-time steps, their round schedule"
                              if law.is_constant else
                              "approximation: the round's schedule with the compute of each "
-                             "learner at its expected order statistic"),
-              "staleness": "exact: 0", "minibatch": "exact: P gradients per round"},
-        gradients=rounds * p, updates=rounds)
+                             "learner at its expected order statistic"
+                             + ("" if period == 1 else
+                                f", the {period} steps' stages taken as one")),
+              "staleness": "exact: 0",
+              "minibatch": "exact: P gradients per round" if period == 1 else
+              f"exact: P x {period} gradients per averaging"},
+        gradients=rounds * per_round, updates=rounds)
 
 
-def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
+def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
+                 period: int = 1) -> tuple[float, float, bool]:
     """(first round, a later round, whether exact): from the weights published
     (or time 0) to the next publication.
+
+    A round of local SGD holds ``period`` steps of each learner, each after
+    its own stages: with fixed steps they are walked one by one (exact);
+    otherwise the steps' sum is one draw and their stages one, ``period``
+    times as long.
 
     The round's deterministic part is walked (skeleton.py): the weights leave
     the server's port one learner after another, in the order their
@@ -558,11 +576,19 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple
     """
     p = topo.learners
     if p > MAX_SKELETON_LEARNERS:
-        return _sync_rounds_large(topo, loop, law, update_s)
+        return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
+                                  update_s)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
     message = push.duration_s if push is not None else 0.0
     to_push = loop.after[:-1] if push is not None else loop.after
     before = [_resolved(topo, loop.before, i) for i in range(p)]
+    early = 0.0      # local SGD: the round's steps before the last, walked at their mean
+    if period > 1:
+        # each step's stages, then its compute, walked in turn; the last
+        # step's compute is the tail's (or, for random steps, the sum's draw)
+        before = [(b + [((), law.mean)]) * (period - 1) + b for b in before]
+        if not law.is_constant:
+            early, law = (period - 1) * law.mean, law.sum_of(period)
     reply = [_resolved(topo, loop.reply, i) for i in range(p)]
     tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
         else [[] for _ in range(p)]
@@ -578,7 +604,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple
         if law.is_constant:
             arrive = ready
         else:
-            arrive = _expected_order_statistics(ready + after_s, law)
+            arrive = _expected_order_statistics(ready - early + after_s, law)
         # FIFO at the server's port, ties in the order the learners asked
         rank = np.lexsort((np.argsort(order), arrive)) if law.is_constant else np.argsort(ready)
         queue = np.sort(arrive)
@@ -1046,4 +1072,4 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
 
 
 _PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint,
-               "allreduce": _predict_sync}
+               "allreduce": _predict_sync, "local-sgd": _predict_sync}

@@ -17,7 +17,7 @@ import numpy as np
 import simpy
 
 from .components.link import Hold, Link
-from .components.server import AsyncServer, ServerLearner, SyncServer
+from .components.server import AsyncServer, LocalLearner, ServerLearner, SyncServer
 from .components.sprint import Allreduce, SprintLearner, SprintNode
 from .components.weights import Weights
 from .costs import Costs
@@ -114,6 +114,27 @@ def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer],
     return build
 
 
+def build_local_sgd(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
+                    recorder: Recorder, seed: int) -> Cluster:
+    """Learners that average their copies every ``period`` steps, in a round
+    through the collective or the server."""
+    topology, loop, algorithm = topology_of(scenario), loop_of(scenario, costs), scenario.algorithm
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.gpus_per_node))
+    by_collective = algorithm.average == "allreduce"
+    rounds = SyncServer(env, weights, recorder,
+                        costs.collective_s if by_collective else costs.server_update_s,
+                        topology.learners)
+    cluster.servers = {"collective" if by_collective else "server": [rounds]}
+    for index, compute in _computes(scenario, costs, seed):
+        cluster.learners.append(LocalLearner(
+            env, index, rounds, algorithm.period,
+            cluster.resolve(env, topology, loop.before, index),
+            cluster.resolve(env, topology, loop.after, index),
+            cluster.resolve(env, topology, loop.reply, index),
+            compute, scenario.workload.sub_batch))
+    return cluster
+
+
 #: algorithm kind -> builder
 BUILDERS: dict[str, Builder] = {
     "sprint": build_sprint,
@@ -124,6 +145,7 @@ BUILDERS: dict[str, Builder] = {
     # a round of all learners, then the collective: a barrier without a server
     "allreduce": _build_with_server(lambda env, w, r, costs, learners:
                                     SyncServer(env, w, r, costs.collective_s, learners), "collective"),
+    "local-sgd": build_local_sgd,
 }
 
 

@@ -170,6 +170,12 @@ def collective_time(scenario: Scenario, weights: float) -> float:
     m; write m, w). GPUs of a node exchange over their ``gpu_link``
     (NVLink), or through their host links where they have none."""
     algorithm, cluster = scenario.algorithm, scenario.cluster
+    if algorithm.kind == "local-sgd" and algorithm.average == "allreduce":
+        # the weights are summed as gradients are, then divided in place
+        inside = cluster.gpu_link or cluster.host_link
+        return (hierarchical_allreduce_time(inside, cluster.network, weights,
+                                            cluster.gpus_per_node, cluster.nodes)
+                + 2 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY))
     if algorithm.kind != "allreduce":
         return 0.0
     learners, gpu = cluster.learners, cluster.gpu

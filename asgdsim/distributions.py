@@ -76,6 +76,26 @@ class Law:
         return replace(self, scale=self.scale * factor, loc=self.loc * factor,
                        shift=self.shift * factor)
 
+    def sum_of(self, k: int) -> Law:
+        """The law of the sum of ``k`` independent draws: exact for constants,
+        exponentials and gammas (a gamma), else the gamma of the same mean and
+        variance (plus the shifts)."""
+        if k == 1:
+            return self
+        if self.family is None:
+            return Law.constant(k * self.shift)
+        if self.family in ("expon", "gamma") and self.loc == 0:
+            shape = self.shape if self.family == "gamma" else 1.0
+            return Law("gamma", "gamma", scale=self.scale, shape=k * shape, shift=k * self.shift)
+        mean, var = k * (self.mean - self.shift), k * self.var
+        return Law(f"sum of {k} {self.name}", "gamma", scale=var / mean, shape=mean**2 / var,
+                   shift=k * self.shift)
+
+    @property
+    def sums_exactly(self) -> bool:
+        """Whether :meth:`sum_of` is exact for this law."""
+        return self.family is None or (self.family in ("expon", "gamma") and self.loc == 0)
+
     def plus(self, constant: float) -> Law:
         """The law of ``X + constant``."""
         return replace(self, shift=self.shift + constant)

@@ -36,6 +36,8 @@ class Recorder:
         self.update_t = array("d")
         self.update_gradients = array("i")
         self.update_minibatch = array("q")
+        #: local-sgd only: a gradient's step since the last averaging
+        self.local_step = array("i")
 
     def gradient(self, learner: int, version_read: int, t_start: float, t_end: float,
                  samples: int) -> int:
@@ -120,6 +122,8 @@ class Recorder:
             "t_applied": kept(self.t_applied, np.float64),
             "samples": kept(self.samples, np.int32),
         }, copy=False)
+        if len(self.local_step):
+            gradients["local_step"] = kept(self.local_step, np.int32)
         step, later = np.diff(applied), np.diff(gradients["t_end"].to_numpy())
         if not np.all((step > 0) | ((step == 0) & (later >= 0))):
             gradients = gradients.sort_values(["version_applied", "t_end"], kind="stable",

@@ -138,9 +138,19 @@ class AllreduceAlgorithm(_Spec):
     overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
 
 
+class LocalSgdAlgorithm(_Spec):
+    """Model averaging (local SGD, the commodity-cluster data parallelism):
+    each learner takes ``period`` steps on its own copy, then all average
+    their weights, by a collective or through the server."""
+
+    kind: Literal["local-sgd"]
+    period: Count
+    average: Literal["allreduce", "server"] = "allreduce"
+
+
 #: each kind with its own keys: a key of another kind is refused like a typo
-Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm | AllreduceAlgorithm,
-                      Field(discriminator="kind")]
+Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm | AllreduceAlgorithm
+                      | LocalSgdAlgorithm, Field(discriminator="kind")]
 
 
 def default_jitter() -> dict:

@@ -68,6 +68,12 @@ class Loop:
         """Seconds of one step outside compute, with no contention."""
         return sum(s.duration_s for s in self.stages)
 
+    def with_before_repeated(self, times: int) -> Loop:
+        """The loop of ``times`` steps per aggregation (local SGD), each with
+        the stages before its compute: those stages once, ``times`` as long."""
+        before = tuple(Stage(s.name, s.holds, times * s.duration_s) for s in self.before)
+        return Loop(before, self.after, self.reply)
+
     def demand_s(self, kind: str) -> float:
         """Seconds of one step spent holding ``kind`` as a path's queue."""
         return sum(s.duration_s for s in self.stages if s.holds[0] == kind)
@@ -136,7 +142,8 @@ def loop_of(scenario: Scenario, costs: Costs) -> Loop:
                            ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
             after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
                           ("accumulate", ("accumulator",), c.accumulate_s)))
-    if scenario.algorithm.kind == "allreduce":
+    if scenario.algorithm.kind == "allreduce" or (
+            scenario.algorithm.kind == "local-sgd" and scenario.algorithm.average == "allreduce"):
         # the gradient and the weights stay on the GPU: the collective moves them
         return Loop(before=_stages(("batch_read", ("disk",), c.batch_read_s),
                                    ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import asgdsim
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 
@@ -73,6 +75,15 @@ CLAIMS = [
     ("dgx1-allreduce-resnet50.yaml", "the GPUs compute {:.0f} %", utilisation("dgx1-allreduce-resnet50", "gpu")),
     ("dgx1-allreduce-resnet50.yaml", "update take {:.0f} %",
      utilisation("dgx1-allreduce-resnet50", "collective")),
+    ("commodity-local-sgd-alexnet.yaml", "an averaging every {:.3f} s",
+     summary("commodity-local-sgd-alexnet", "analytic", "t_update_s")),
+    ("commodity-local-sgd-alexnet.yaml", "update busy {:.0f} %",
+     utilisation("commodity-local-sgd-alexnet", "collective")),
+    ("commodity-local-sgd-alexnet.yaml", "would take {:.0f} s an epoch", lambda run: asgdsim.predict(
+        asgdsim.load_scenario(SCENARIOS / "commodity-local-sgd-alexnet.yaml",
+                              overrides={"algorithm.period": 1})).epoch_time_s),
+    ("commodity-local-sgd-alexnet.yaml", "against {:.0f} s here",
+     summary("commodity-local-sgd-alexnet", "analytic", "epoch_time_s")),
     ("ideal-async-exponential.yaml", "with mean {:.0f}.", summary("ideal-async-exponential", "staleness", "mean")),
 ]
 

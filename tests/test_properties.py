@@ -19,7 +19,7 @@ LAWS = st.sampled_from([
 
 @st.composite
 def small_scenarios(draw):
-    kind = draw(st.sampled_from(["sprint", "async", "sync", "allreduce"]))
+    kind = draw(st.sampled_from(["sprint", "async", "sync", "allreduce", "local-sgd"]))
     communication = draw(st.sampled_from(["ideal", "modelled"]))
     gpus = draw(st.integers(1, 3))
     overrides = dict(
@@ -34,6 +34,9 @@ def small_scenarios(draw):
         stop__gradients=draw(st.integers(20, 150)),
         seed=draw(st.integers(0, 2**32 - 1)),
     )
+    if kind == "local-sgd":
+        overrides["algorithm__period"] = draw(st.integers(1, 4))
+        overrides["algorithm__average"] = draw(st.sampled_from(["allreduce", "server"]))
     if kind == "sprint" and (communication == "ideal" or draw(st.booleans())):
         overrides["timing__update_interval"] = draw(st.sampled_from([0.013, 0.07, 0.31]))
     return make(**overrides)

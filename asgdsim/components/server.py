@@ -22,7 +22,7 @@ from ..recorder import Recorder
 from .link import Hold, Link, run_stages
 from .weights import Weights
 
-__all__ = ["AsyncServer", "SyncServer", "ServerLearner"]
+__all__ = ["AsyncServer", "LocalLearner", "SyncServer", "ServerLearner"]
 
 
 class AsyncServer:
@@ -62,14 +62,22 @@ class SyncServer:
         self.busy_s = 0.0
         self.instant = False    # a round always waits for every learner
         self._rows: list[int] = []
+        self._arrived = 0
         self._published = env.event()
 
     def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
         """Wait for the round to complete; return the version it produced."""
-        self._rows.append(self.recorder.gradient(learner, version_read, t_start, self.env.now,
-                                                 samples))
+        row = self.recorder.gradient(learner, version_read, t_start, self.env.now, samples)
+        return (yield from self.exchange_rows([row]))
+
+    def exchange_rows(self, rows: list[int]) -> Generator:
+        """One learner's recorded gradients into the round; wait for it to
+        complete and return the version it produced."""
+        self._rows.extend(rows)
+        self._arrived += 1
         published = self._published
-        if len(self._rows) == self.learners:
+        if self._arrived == self.learners:
+            self._arrived = 0
             rows, self._rows, self._published = self._rows, [], self.env.event()
             if self.update_s:
                 self.env.process(self._update(rows, published))
@@ -121,3 +129,39 @@ class ServerLearner:
             if reply:
                 yield from run_stages(env, reply)
             t_start = env.now
+
+
+class LocalLearner:
+    """A learner of ``local-sgd``: ``period`` steps on its own copy (each
+    reading and copying its sub-batch), then its part of the round that
+    averages every learner's weights, through ``server`` (a collective or
+    the parameter server)."""
+
+    def __init__(self, env: simpy.Environment, index: int, server: SyncServer, period: int,
+                 before: Sequence[Hold], after: Sequence[Hold], reply: Sequence[Hold],
+                 compute: Iterator[float], sub_batch: int):
+        self.env, self.index, self.server, self.period = env, index, server, period
+        self.before, self.after, self.reply = before, after, reply
+        self.compute, self.sub_batch = compute, sub_batch
+        self.busy_s = 0.0
+        env.process(self.run())
+
+    def run(self) -> Generator:
+        env, server, recorder = self.env, self.server, self.server.recorder
+        version = 0
+        while True:
+            rows = []
+            for local_step in range(self.period):
+                t_start = env.now
+                if self.before:
+                    yield from run_stages(env, self.before)
+                step = next(self.compute)
+                yield env.timeout(step)
+                self.busy_s += step
+                rows.append(recorder.gradient(self.index, version, t_start, env.now, self.sub_batch))
+                recorder.local_step.append(local_step)
+            if self.after:
+                yield from run_stages(env, self.after)
+            version = yield from server.exchange_rows(rows)
+            if self.reply:
+                yield from run_stages(env, self.reply)

@@ -87,6 +87,8 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
                    "host_link": str(rng.choice(HOST_LINKS))}
         if cluster["gpus_per_node"] % 2 == 0 and rng.random() < 0.5:
             cluster["gpus_per_host_link"] = 2
+        if rng.random() < 0.2:
+            cluster["rails"] = 2
     per_node = cluster.get("gpus_per_node") or catalog.lookup(
         "machines", cluster["machine"])["gpus_per_node"]
     nodes = int(np.clip(round(np.exp(rng.uniform(0, np.log(64)))), 1, MAX_LEARNERS // per_node))

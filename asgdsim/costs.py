@@ -140,7 +140,7 @@ def costs_of(scenario: Scenario) -> Costs:
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
     # SPRINT's cycle; the other kinds have none and never read it
     allreduce = ALLREDUCE[getattr(scenario.algorithm, "allreduce", "ring")](
-        cluster.network, weights, cluster.nodes)
+        cluster.node_network, weights, cluster.nodes)
     node_update = cpu_pass_time(weights, memory_bw, streams=5)   # read w, g, m; write m, w
     if timing.update_interval is not None:
         # a fixed cycle replaces the modelled Allreduce and update
@@ -173,16 +173,16 @@ def collective_time(scenario: Scenario, weights: float) -> float:
     if algorithm.kind == "local-sgd" and algorithm.average == "allreduce":
         # the weights are summed as gradients are, then divided in place
         inside = cluster.gpu_link or cluster.host_link
-        return (hierarchical_allreduce_time(inside, cluster.network, weights,
+        return (hierarchical_allreduce_time(inside, cluster.node_network, weights,
                                             cluster.gpus_per_node, cluster.nodes)
                 + 2 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY))
     if algorithm.kind != "allreduce":
         return 0.0
     learners, gpu = cluster.learners, cluster.gpu
     inside = cluster.gpu_link or cluster.host_link
-    slowest = cluster.network if cluster.nodes > 1 else inside
+    slowest = cluster.node_network if cluster.nodes > 1 else inside
     if algorithm.collective == "hierarchical":
-        collective = hierarchical_allreduce_time(inside, cluster.network, weights,
+        collective = hierarchical_allreduce_time(inside, cluster.node_network, weights,
                                                  cluster.gpus_per_node, cluster.nodes)
     else:
         collective = ALLREDUCE[algorithm.collective](slowest, weights, learners)

@@ -69,6 +69,8 @@ class Cluster(_Spec):
     disk_bandwidth: BytesPerSecond
     #: what a node's GPUs exchange over directly (NVLink); none: their host links
     gpu_link: Link | None = None
+    #: network ports per node, each direction (dual-rail InfiniBand: 2)
+    rails: Count = 1
 
     @model_validator(mode="before")
     @classmethod
@@ -103,6 +105,14 @@ class Cluster(_Spec):
     @property
     def learners(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @property
+    def node_network(self) -> LinkSpec:
+        """What a node's collective traffic sees: its rails striped together."""
+        if self.rails == 1:
+            return self.network
+        return self.network.model_copy(update={"name": f"{self.network.name} x {self.rails}",
+                                               "bandwidth": self.rails * self.network.bandwidth})
 
 
 class SprintAlgorithm(_Spec):

@@ -28,10 +28,11 @@ from .scenario import Scenario
 
 __all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "topology_of"]
 
-#: resource kind -> what one instance of it serves
+#: resource kind -> what one instance of it serves ("rail": one of a node's
+#: network ports, which its GPUs take in turn)
 SCOPES = {
     "host_link": "link group",        # gpus_per_host_link GPUs of one node
-    "disk": "node", "accumulator": "node", "port_out": "node", "port_in": "node",
+    "disk": "node", "accumulator": "node", "port_out": "rail", "port_in": "rail",
     "server_port_in": "cluster", "server_port_out": "cluster",
 }
 
@@ -86,6 +87,8 @@ class Topology:
     nodes: int
     gpus_per_node: int
     gpus_per_host_link: int
+    #: network ports per node and direction; a node's GPUs take turns over them
+    rails: int = 1
 
     @property
     def learners(self) -> int:
@@ -103,7 +106,9 @@ class Topology:
         scope = SCOPES[kind]
         if scope == "cluster":
             return 1
-        return self.nodes * (self.links_per_node if scope == "link group" else 1)
+        per_node = {"node": 1, "link group": self.links_per_node,
+                    "rail": min(self.rails, self.gpus_per_node)}[scope]
+        return self.nodes * per_node
 
     def instance(self, kind: str, learner: int) -> str:
         """The name of the instance of ``kind`` that ``learner`` uses."""
@@ -111,20 +116,23 @@ class Topology:
         node, slot = divmod(learner, self.gpus_per_node)
         if scope == "cluster":
             return kind
-        if scope == "node":
+        if scope == "node" or (scope == "rail" and self.rails == 1):
             return f"{kind}[{node}]"
+        if scope == "rail":
+            return f"{kind}[{node}.r{slot % self.rails}]"
         return f"{kind}[{node}.{slot // self.gpus_per_host_link}]"
 
     def sharers(self, kind: str) -> int:
         """How many learners share one instance of ``kind`` (the most)."""
         scope = SCOPES[kind]
         return {"cluster": self.learners, "node": self.gpus_per_node,
-                "link group": min(self.gpus_per_host_link, self.gpus_per_node)}[scope]
+                "link group": min(self.gpus_per_host_link, self.gpus_per_node),
+                "rail": -(-self.gpus_per_node // self.rails)}[scope]
 
 
 def topology_of(scenario: Scenario) -> Topology:
     c = scenario.cluster
-    return Topology(c.nodes, c.gpus_per_node, c.gpus_per_host_link)
+    return Topology(c.nodes, c.gpus_per_node, c.gpus_per_host_link, c.rails)
 
 
 def _stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:

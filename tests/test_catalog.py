@@ -38,7 +38,8 @@ def test_every_contract_name_resolves_case_insensitively_with_a_source(kind):
 def test_machine_presets_fill_the_node():
     c = with_cluster({"machine": "tsubame2.5", "nodes": 4}).cluster
     assert (c.gpu.name, c.gpus_per_node, c.host_link.name) == ("K20X", 3, "pcie2-x16")
-    assert c.network.name == "ib-qdr-dual-rail"
+    assert (c.network.name, c.rails) == ("ib-qdr", 2)         # dual-rail QDR
+    assert c.node_network.bandwidth == 2 * c.network.bandwidth
     explicit = with_cluster({"machine": "tsubame2.5", "nodes": 4, "gpus_per_node": 2})
     assert explicit.cluster.gpus_per_node == 2          # explicit keys win
 

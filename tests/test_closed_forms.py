@@ -14,7 +14,7 @@ from scipy import stats
 from asgdsim import predict, simulate
 from asgdsim.pmf import Pmf
 
-from conftest import batch_means_se, check_pmf
+from conftest import batch_means_se, check_pmf, make
 
 EXP = {"distribution": "exponential", "mean": 1.0}
 Z = 4.0
@@ -193,3 +193,18 @@ def test_partial_expectations_in_closed_form_equal_the_integral(spec):
     for y in (0.2, 1.0, 1.9, 4.0):
         integral = integrate.quad(law.cdf, 0.0, y, limit=200)[0]      # E[(y - X)+] = int F
         assert law.partial_expectation(y) == pytest.approx(integral, abs=1e-8)
+
+
+def test_rails_spread_a_nodes_gpus_over_its_ports():
+    # a parameter server: with two rails, the node's GPUs take its two ports
+    # in turn, in the simulator and in the closed form's topology alike
+    from asgdsim.structure import topology_of
+    sc = make(algorithm__kind="async", cluster__nodes=2, cluster__gpus_per_node=4,
+              cluster__rails=2, timing__communication="modelled", stop__gradients=400)
+    topo = topology_of(sc)
+    assert [topo.instance("port_out", i) for i in range(4)] == \
+        ["port_out[0.r0]", "port_out[0.r1]", "port_out[0.r0]", "port_out[0.r1]"]
+    assert topo.instances("port_out") == 4 and topo.sharers("port_out") == 2
+    res = simulate(sc)
+    assert {n for n in ("port_out", "port_in")} <= set(res.utilisation)
+    assert res.summary["agreement"]["epoch_time_rel_err"] < 0.05

@@ -1028,6 +1028,10 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"
 
 
+#: cycle ends during one step beyond which their binomials are mixed in groups
+MANY_CYCLE_ENDS = 400
+
+
 def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
                          before_exists: bool = True) -> Pmf:
     """Staleness = 1 + floor(U + X/T), U uniform: the pipelined SPRINT cycle.
@@ -1060,14 +1064,30 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
     miss = 1.0 - (below[2] - below[1]) + below[1] * (1.0 - step.cdf(cycle))
     own = float(np.clip(1.0 - miss, 0.0, 1.0))
     before = 1.0 - (1.0 - nonempty) * (1.0 - own)
-    thinned = np.zeros(int(ends.values[-1]) + 1)
+    thinned = np.zeros(int(ends.values[-1]) + 2)
     if not before_exists:     # the weights were read in the first window
         before = 0.0
-    for count, p in zip(ends.values.tolist(), ends.probs.tolist()):
+    few = ends.values <= MANY_CYCLE_ENDS
+    for count, p in zip(ends.values[few].tolist(), ends.probs[few].tolist()):
         certain = 1 if count >= 2 else 0
         middle = np.ones(1) if count < 2 else _binomial_pmf(np.arange(count - 1), count - 2, nonempty)
         law = np.convolve(middle, [1.0 - before, before])
         thinned[certain:certain + len(law)] += p * law
+    if not few.all():
+        # steps many cycles long (a heavy tail against a short cycle): their
+        # binomials mixed as a few hundred groups of like moments, not one by one
+        others, weights = ends.values[~few] - 2.0, ends.probs[~few]
+        means, variances = others * nonempty, others * nonempty * (1 - nonempty)
+        # counts 0.5 % apart share a group: its mixture's first two moments
+        _, group = np.unique(np.floor(np.log(others) / math.log1p(0.005)), return_inverse=True)
+        summed = np.bincount(group, weights=weights)
+        mean = np.bincount(group, weights=weights * means) / summed
+        var = np.bincount(group, weights=weights * (variances + means**2)) / summed - mean**2
+        middle = _grouped(mean, np.maximum(var, 0.0), summed)
+        share = float(ends.probs[~few].sum())      # the grouped law is normalised
+        law = np.convolve(np.bincount(middle.values, weights=middle.probs,
+                                      minlength=int(middle.values[-1]) + 1), [1.0 - before, before])
+        thinned[1:1 + len(law)] += share * law[:len(thinned) - 1]
     return Pmf.from_probs(0, thinned)
 
 

@@ -89,6 +89,9 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
             cluster["gpus_per_host_link"] = 2
         if rng.random() < 0.2:
             cluster["rails"] = 2
+        if cluster["gpus_per_node"] % 2 == 0 and rng.random() < 0.2:
+            cluster["gpus_per_learner"] = 2
+            cluster["learner_split"] = str(rng.choice(["data", "layers"]))
     per_node = cluster.get("gpus_per_node") or catalog.lookup(
         "machines", cluster["machine"])["gpus_per_node"]
     nodes = int(np.clip(round(np.exp(rng.uniform(0, np.log(64)))), 1, MAX_LEARNERS // per_node))

@@ -676,7 +676,7 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
 
 def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
-    g, slots, T = topo.learners, topo.gpus_per_node, costs.cycle_s
+    g, slots, T = topo.learners, topo.learners_per_node, costs.cycle_s
     # the steady state with queueing: one node's GPUs share its resources
     node_cycle, util, bound = _cycle(_stations(loop, topo, law, "node"), slots, law, loop.overhead_s)
     sd = law.std
@@ -803,7 +803,7 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
     each GPU waits for it every step, which absorbs its step noise, so the
     deliveries keep the schedule and vary by one step's noise only.
     """
-    slots = topo.gpus_per_node
+    slots = topo.learners_per_node
     steps = max(steps, 4)
     if not loop.stages:       # nothing shared: every GPU delivers every step
         return _NodeSchedule(np.tile(step * np.arange(1, steps + 1), (slots, 1)),

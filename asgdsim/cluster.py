@@ -81,7 +81,7 @@ def _computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int
 def build_sprint(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,
                  recorder: Recorder, seed: int) -> Cluster:
     topology, loop = topology_of(scenario), loop_of(scenario, costs)
-    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.gpus_per_node))
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
     allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
     nodes = [SprintNode(env, allreduce, weights, costs.node_update_s) for _ in range(topology.nodes)]
     for index, compute in _computes(scenario, costs, seed):
@@ -100,7 +100,7 @@ def _build_with_server(server_of: Callable[..., AsyncServer | SyncServer],
               recorder: Recorder, seed: int) -> Cluster:
         topology, loop = topology_of(scenario), loop_of(scenario, costs)
         cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes),
-                                                    topology.gpus_per_node))
+                                                    topology.learners_per_node))
         server = server_of(env, weights, recorder, costs, topology.learners)
         cluster.servers = {name: [server]}
         for index, compute in _computes(scenario, costs, seed):
@@ -119,7 +119,7 @@ def build_local_sgd(env: simpy.Environment, scenario: Scenario, costs: Costs, we
     """Learners that average their copies every ``period`` steps, in a round
     through the collective or the server."""
     topology, loop, algorithm = topology_of(scenario), loop_of(scenario, costs), scenario.algorithm
-    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.gpus_per_node))
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
     by_collective = algorithm.average == "allreduce"
     rounds = SyncServer(env, weights, recorder,
                         costs.collective_s if by_collective else costs.server_update_s,

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from .compute import MEMORY_EFFICIENCY, KernelModel
 from .distributions import Law, law_from_spec
 from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
@@ -121,10 +123,36 @@ def compute_law(scenario: Scenario) -> Law:
     cost = COMPUTE_COSTS[timing.compute]
     if timing.kernel_table is not None and timing.compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)
-    step = cost.step_time(scenario.cluster.gpu, work.model, work.sub_batch)
+    step = learner_step_time(scenario, cost)
     if timing.jitter == "none":
         return Law.constant(step)
     return law_from_spec(timing.jitter).scaled(step)
+
+
+def learner_step_time(scenario: Scenario, cost: ComputeCost) -> float:
+    """One learner's forward and backward seconds over its sub-batch.
+
+    A learner of k GPUs (``cluster.gpus_per_learner``) splits its work:
+    ``data``, each GPU a k-th of the sub-batch, then their gradients summed
+    by a ring over the node's GPU link; ``layers``, the network cut where
+    its step time is shared most evenly, each GPU one stage in turn, the
+    activations crossing each cut forward and their gradients back."""
+    cluster, work = scenario.cluster, scenario.workload
+    gpu, model, k = cluster.gpu, work.model, cluster.gpus_per_learner
+    if k == 1:
+        return cost.step_time(gpu, model, work.sub_batch)
+    inside = cluster.gpu_link or cluster.host_link
+    if cluster.learner_split == "data":
+        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k))
+                + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))
+    layers = cost.breakdown(gpu, model, work.sub_batch)
+    graph = [t for t in layers if t.op != "framework"]
+    seconds = np.cumsum([t.forward_s + t.backward_s for t in graph])
+    cuts = np.searchsorted(seconds, seconds[-1] * np.arange(1, k) / k)
+    crossing = sum(2 * transfer_time(inside, BYTES_PER_PARAMETER * work.sub_batch
+                                     * model.graph[min(i, len(model.graph) - 1)].out_values)
+                   for i in cuts)
+    return sum(t.forward_s + t.backward_s for t in layers) + crossing
 
 
 def costs_of(scenario: Scenario) -> Costs:

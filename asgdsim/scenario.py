@@ -71,6 +71,11 @@ class Cluster(_Spec):
     gpu_link: Link | None = None
     #: network ports per node, each direction (dual-rail InfiniBand: 2)
     rails: Count = 1
+    #: GPUs one learner spans (GPU A-SGD's learners), and how they share its work:
+    #: data, the sub-batch split and the gradients summed over the node's GPU
+    #: link; layers, the network cut into consecutive stages
+    gpus_per_learner: Count = 1
+    learner_split: Literal["data", "layers"] = "data"
 
     @model_validator(mode="before")
     @classmethod
@@ -102,9 +107,21 @@ class Cluster(_Spec):
     def _known_machine(cls, name: str | None) -> str | None:
         return None if name is None else catalog.lookup("machines", name)["name"]
 
+    @model_validator(mode="after")
+    def _learners_fill_nodes(self) -> Cluster:
+        if self.gpus_per_node % self.gpus_per_learner:
+            raise KeyedError("cluster.gpus_per_learner",
+                             f"expected a divisor of gpus_per_node ({self.gpus_per_node}), "
+                             f"got {self.gpus_per_learner}")
+        return self
+
+    @property
+    def learners_per_node(self) -> int:
+        return self.gpus_per_node // self.gpus_per_learner
+
     @property
     def learners(self) -> int:
-        return self.nodes * self.gpus_per_node
+        return self.nodes * self.learners_per_node
 
     @property
     def node_network(self) -> LinkSpec:
@@ -273,6 +290,15 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _layers_to_split(self) -> Scenario:
+        if (self.cluster.learner_split == "layers" and self.cluster.gpus_per_learner > 1
+                and self.workload.model.graph is None):
+            raise KeyedError("cluster.learner_split",
+                             "layers needs a model with layers to cut (this one is given by its "
+                             "totals); use data")
+        return self
+
+    @model_validator(mode="after")
     def _fits_in_gpu_memory(self) -> Scenario:
         need = self.footprint
         if not need.fits:
@@ -285,10 +311,18 @@ class Scenario(_Spec):
 
     @property
     def footprint(self) -> Footprint:
-        """GPU memory one learner needs at the least (see memory.py)."""
-        model = self.workload.model
-        return footprint(model.parameters, model.input_shape, model.graph,
-                         self.workload.sub_batch, self.cluster.gpu.memory)
+        """GPU memory one GPU of a learner needs at the least (see memory.py):
+        a k-th of the sub-batch where a learner of k GPUs splits the data, a
+        k-th of weights and activations where it splits the layers."""
+        model, cluster = self.workload.model, self.cluster
+        k = cluster.gpus_per_learner
+        per_gpu = -(-self.workload.sub_batch // k) if cluster.learner_split == "data" \
+            else self.workload.sub_batch
+        need = footprint(model.parameters, model.input_shape, model.graph, per_gpu,
+                         cluster.gpu.memory)
+        if cluster.learner_split == "layers" and k > 1:
+            need = Footprint(need.weights / k, need.activations / k, need.backward, need.capacity)
+        return need
 
 
 class KeyedError(ValueError):

@@ -85,21 +85,23 @@ class Topology:
     """Where each learner sits and which resource instances it shares."""
 
     nodes: int
-    gpus_per_node: int
-    gpus_per_host_link: int
-    #: network ports per node and direction; a node's GPUs take turns over them
+    #: learners of a node (its GPUs, where each learner is one GPU)
+    learners_per_node: int
+    #: learners whose GPUs sit behind one host link
+    learners_per_host_link: int
+    #: network ports per node and direction; a node's learners take turns over them
     rails: int = 1
 
     @property
     def learners(self) -> int:
-        return self.nodes * self.gpus_per_node
+        return self.nodes * self.learners_per_node
 
     @property
     def links_per_node(self) -> int:
-        return -(-self.gpus_per_node // self.gpus_per_host_link)
+        return -(-self.learners_per_node // self.learners_per_host_link)
 
     def node_of(self, learner: int) -> int:
-        return learner // self.gpus_per_node
+        return learner // self.learners_per_node
 
     def instances(self, kind: str) -> int:
         """How many instances of a resource kind the cluster has."""
@@ -107,32 +109,33 @@ class Topology:
         if scope == "cluster":
             return 1
         per_node = {"node": 1, "link group": self.links_per_node,
-                    "rail": min(self.rails, self.gpus_per_node)}[scope]
+                    "rail": min(self.rails, self.learners_per_node)}[scope]
         return self.nodes * per_node
 
     def instance(self, kind: str, learner: int) -> str:
         """The name of the instance of ``kind`` that ``learner`` uses."""
         scope = SCOPES[kind]
-        node, slot = divmod(learner, self.gpus_per_node)
+        node, slot = divmod(learner, self.learners_per_node)
         if scope == "cluster":
             return kind
         if scope == "node" or (scope == "rail" and self.rails == 1):
             return f"{kind}[{node}]"
         if scope == "rail":
             return f"{kind}[{node}.r{slot % self.rails}]"
-        return f"{kind}[{node}.{slot // self.gpus_per_host_link}]"
+        return f"{kind}[{node}.{slot // self.learners_per_host_link}]"
 
     def sharers(self, kind: str) -> int:
         """How many learners share one instance of ``kind`` (the most)."""
         scope = SCOPES[kind]
-        return {"cluster": self.learners, "node": self.gpus_per_node,
-                "link group": min(self.gpus_per_host_link, self.gpus_per_node),
-                "rail": -(-self.gpus_per_node // self.rails)}[scope]
+        return {"cluster": self.learners, "node": self.learners_per_node,
+                "link group": min(self.learners_per_host_link, self.learners_per_node),
+                "rail": -(-self.learners_per_node // self.rails)}[scope]
 
 
 def topology_of(scenario: Scenario) -> Topology:
     c = scenario.cluster
-    return Topology(c.nodes, c.gpus_per_node, c.gpus_per_host_link, c.rails)
+    return Topology(c.nodes, c.learners_per_node,
+                    max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails)
 
 
 def _stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:

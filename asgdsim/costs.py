@@ -117,7 +117,7 @@ class Costs:
 
 def compute_law(scenario: Scenario) -> Law:
     """The law of one learner step's compute time."""
-    timing, work = scenario.timing, scenario.workload
+    timing = scenario.timing
     if isinstance(timing.compute, LawSpec):
         return law_from_spec(timing.compute)
     cost = COMPUTE_COSTS[timing.compute]

@@ -1,7 +1,6 @@
 """stop.warmup: the start of a run left out of its statistics, in the
 simulation and in the closed form alike."""
 
-import numpy as np
 import pytest
 
 from asgdsim import predict, simulate
@@ -16,6 +15,7 @@ def test_the_first_updates_and_their_gradients_are_left_out():
     w, (g, u) = res.summary["warmup"], res.measured
     assert w["first_version"] == 51 and w["excluded_updates"] == 50
     assert (g["version_applied"] > 50).all() and len(g) == len(res.gradients) - w["excluded_gradients"]
+    assert (u["version"] > 50).all() and len(u) == len(res.updates) - 50
     assert w["excluded_until_s"] == res.updates["t"].iloc[49]
     assert res.summary["staleness"]["mean"] == pytest.approx(g["staleness"].mean())
     # the epoch time is the whole run's

@@ -18,6 +18,8 @@ the refuted, then the rest.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,8 +117,11 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "feasible")])
     table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
         table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
-    table = table.sort_values(["feasible", "predicted_epoch_time_s"], ascending=[False, True],
-                              ignore_index=True)
+    # epoch times within 1 % count as equally fast (finer than the model can
+    # tell apart): of those, the one that costs fewer GPU-hours first
+    table["speed"] = _speed_class(table["predicted_epoch_time_s"])
+    table = table.sort_values(["feasible", "speed", "gpu_hours_per_epoch"],
+                              ascending=[False, True, True], ignore_index=True)
 
     # confirm in closed-form order; each refuted candidate hands its turn on
     queue = list(table.index[table["feasible"]])
@@ -145,7 +150,8 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
                                                  table["predicted_epoch_time_s"])
-    order = np.lexsort((time.fillna(np.inf).to_numpy(), group))
+    order = np.lexsort((table["gpu_hours_per_epoch"].fillna(np.inf).to_numpy(),
+                        _speed_class(time).to_numpy(), group))
     table = table.iloc[order].reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     ok = table[simulated.iloc[order].to_numpy() & table["feasible"].to_numpy()]
@@ -155,6 +161,11 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
                 len(confirmed), bool(order_agrees), per_node,
                 bool(len(fitting)) and bool(np.allclose(fitting["predicted_minibatch_mean"],
                                                         fitting["sub_batch"])))
+
+
+def _speed_class(epoch_time_s: pd.Series) -> pd.Series:
+    """Epoch times in classes 1 % wide (unknown times last)."""
+    return np.floor(np.log(epoch_time_s.fillna(np.inf)) / math.log1p(0.01))
 
 
 def plan_figure(result: Plan, name: str) -> Figure:

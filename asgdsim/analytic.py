@@ -547,7 +547,8 @@ def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
                              "approximation: the round's schedule with the compute of each "
                              "learner at its expected order statistic"
                              + ("" if period == 1 else
-                                f", the {period} steps' stages taken as one")),
+                                f"; the {period} steps' stages walked in turn at the mean "
+                                "step, their sum one draw")),
               "staleness": "exact: 0",
               "minibatch": "exact: P gradients per round" if period == 1 else
               f"exact: P x {period} gradients per averaging"},
@@ -560,9 +561,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     (or time 0) to the next publication.
 
     A round of local SGD holds ``period`` steps of each learner, each after
-    its own stages: with fixed steps they are walked one by one (exact);
-    otherwise the steps' sum is one draw and their stages one, ``period``
-    times as long.
+    its own stages, walked in turn: with fixed steps exactly; with random
+    steps at the mean step, the steps' sum then taken as one draw at its
+    expected order statistic.
 
     The round's deterministic part is walked (skeleton.py): the weights leave
     the server's port one learner after another, in the order their

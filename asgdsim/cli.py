@@ -325,7 +325,8 @@ _CATALOG_COLUMNS = {
     "gpus": ("architecture", "peak_flops", "memory_bandwidth", "memory", "host_link"),
     "networks": ("bandwidth", "latency"),
     "models": ("parameters", "input_shape"),
-    "machines": ("gpu", "gpus_per_node", "network", "host_link", "gpus_per_host_link"),
+    "machines": ("gpu", "gpus_per_node", "network", "rails", "host_link", "gpus_per_host_link",
+                 "gpu_link"),
 }
 
 

@@ -110,12 +110,17 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     """The closed-form prediction for ``scenario`` (milliseconds, no simulation).
 
     ``costs``, when the caller already has them, saves deriving them again."""
+    from .algorithms import KINDS
+
     costs = costs or costs_of(scenario)
-    whole = _PREDICTORS[scenario.algorithm.kind](scenario, costs)
-    return whole if scenario.stop.warmup is None else _after_warmup(scenario, costs, whole)
+    closed_form = KINDS[scenario.algorithm.kind].predict
+    whole = closed_form(scenario, costs)
+    if scenario.stop.warmup is None:
+        return whole
+    return _after_warmup(scenario, costs, whole, closed_form)
 
 
-def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction) -> Prediction:
+def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction, closed_form) -> Prediction:
     """The laws of the run less its warm-up: the whole run's laws weighted by
     their counts, less those of a run that stops where the warm-up ends.
     The epoch time stays the whole run's."""
@@ -123,7 +128,7 @@ def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction) -> Prediction:
 
     w = sc.stop.warmup
     early_stop = Stop(time=w.time, updates=w.updates, epochs=w.epochs)
-    early = _PREDICTORS[sc.algorithm.kind](sc.model_copy(update={"stop": early_stop}), costs)
+    early = closed_form(sc.model_copy(update={"stop": early_stop}), costs)
     kept_gradients, kept_updates = whole.gradients - early.gradients, whole.updates - early.updates
     laws = dict(whole.laws)
     if kept_gradients < 0.5 or kept_updates < 0.5:
@@ -333,7 +338,7 @@ def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
             for st in stages]
 
 
-def _predict_async(sc: Scenario, costs: Costs) -> Prediction:
+def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     m = topo.learners
     server = [mva.Station("server", costs.server_update_s)] if costs.server_update_s else []
@@ -510,15 +515,12 @@ def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None)
 
 # -- sync: rounds of all learners ------------------------------------------
 
-def _predict_sync(sc: Scenario, costs: Costs) -> Prediction:
-    """Rounds through a server (``sync``), or through a collective
-    (``allreduce``: no push or pull, the collective and the GPU update after
-    the slowest learner)."""
+def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int = 1) -> Prediction:
+    """Rounds of every learner's ``period`` steps, then ``aggregate_s`` after
+    the slowest: through a server (``sync``: push, update, pull), or through
+    a collective (``allreduce``, ``local-sgd``: no push or pull)."""
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
-    p, kind = topo.learners, sc.algorithm.kind
-    by_collective = kind == "allreduce" or (kind == "local-sgd" and sc.algorithm.average == "allreduce")
-    aggregate_s = costs.collective_s if by_collective else costs.server_update_s
-    period = sc.algorithm.period if kind == "local-sgd" else 1
+    p = topo.learners
     # local SGD: a round is ``period`` steps of each learner, then the averaging
     exact_sum = law.sums_exactly and (period == 1 or _ideal(sc))
     first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
@@ -675,7 +677,7 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
 
 # -- sprint: per-node accumulation, a fixed cycle ---------------------------
 
-def _predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
+def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     g, slots, T = topo.learners, topo.learners_per_node, costs.cycle_s
     # the steady state with queueing: one node's GPUs share its resources
@@ -1090,7 +1092,3 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
                                       minlength=int(middle.values[-1]) + 1), [1.0 - before, before])
         thinned[1:1 + len(law)] += share * law[:len(thinned) - 1]
     return Pmf.from_probs(0, thinned)
-
-
-_PREDICTORS = {"async": _predict_async, "sync": _predict_sync, "sprint": _predict_sprint,
-               "allreduce": _predict_sync, "local-sgd": _predict_sync}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from .compute import MEMORY_EFFICIENCY, KernelModel
+from .compute import KernelModel
 from .distributions import Law, law_from_spec
 from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
 
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
-           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "collective_time",
-           "costs_of"]
+           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of"]
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
@@ -175,6 +174,8 @@ def costs_of(scenario: Scenario) -> Costs:
         allreduce, node_update, cycle = timing.update_interval, 0.0, timing.update_interval
     else:
         cycle = allreduce + node_update
+    from .algorithms import KINDS
+    aggregate = KINDS[scenario.algorithm.kind].aggregate_s
     return Costs(
         compute=compute,
         weights_bytes=weights,
@@ -188,31 +189,5 @@ def costs_of(scenario: Scenario) -> Costs:
         cycle_s=cycle,
         network_s=transfer_time(cluster.network, weights),
         server_update_s=cpu_pass_time(weights, memory_bw, streams=5),
-        collective_s=collective_time(scenario, weights),
+        collective_s=aggregate(scenario, weights) if aggregate else 0.0,
     )
-
-
-def collective_time(scenario: Scenario, weights: float) -> float:
-    """``allreduce``'s step after the compute: the collective's exposed part,
-    then every learner's momentum update of its copy on the GPU (read w, g,
-    m; write m, w). GPUs of a node exchange over their ``gpu_link``
-    (NVLink), or through their host links where they have none."""
-    algorithm, cluster = scenario.algorithm, scenario.cluster
-    if algorithm.kind == "local-sgd" and algorithm.average == "allreduce":
-        # the weights are summed as gradients are, then divided in place
-        inside = cluster.gpu_link or cluster.host_link
-        return (hierarchical_allreduce_time(inside, cluster.node_network, weights,
-                                            cluster.gpus_per_node, cluster.nodes)
-                + 2 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY))
-    if algorithm.kind != "allreduce":
-        return 0.0
-    learners, gpu = cluster.learners, cluster.gpu
-    inside = cluster.gpu_link or cluster.host_link
-    slowest = cluster.node_network if cluster.nodes > 1 else inside
-    if algorithm.collective == "hierarchical":
-        collective = hierarchical_allreduce_time(inside, cluster.node_network, weights,
-                                                 cluster.gpus_per_node, cluster.nodes)
-    else:
-        collective = ALLREDUCE[algorithm.collective](slowest, weights, learners)
-    update = 5 * weights / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)
-    return (1 - algorithm.overlap) * collective + update

@@ -25,6 +25,7 @@ from pydantic import (BaseModel, BeforeValidator, Discriminator, Field, Tag,
                       ValidationError, field_serializer, field_validator, model_validator)
 
 from . import catalog
+from .algorithms import Algorithm
 from .errors import ScenarioError
 from .memory import Footprint, footprint
 from .specs import (Bytes, BytesPerSecond, Count, GpuSpec, JitterSpec, LawSpec, Link, LinkSpec,
@@ -130,54 +131,6 @@ class Cluster(_Spec):
             return self.network
         return self.network.model_copy(update={"name": f"{self.network.name} x {self.rails}",
                                                "bandwidth": self.rails * self.network.bandwidth})
-
-
-class SprintAlgorithm(_Spec):
-    """Oyama et al.'s SPRINT: per-node accumulation, a pipelined Allreduce cycle."""
-
-    kind: Literal["sprint"]
-    # how the update threads sum their gradients across nodes
-    allreduce: Literal["ring", "tree"] = "ring"
-
-
-class AsyncAlgorithm(_Spec):
-    """A parameter server that applies each gradient on arrival."""
-
-    kind: Literal["async"]
-
-
-class SyncAlgorithm(_Spec):
-    """Bulk-synchronous rounds through a parameter server."""
-
-    kind: Literal["sync"]
-
-
-class AllreduceAlgorithm(_Spec):
-    """Synchronous data parallelism without a server (Horovod, NCCL, PyTorch
-    DDP): each step the learners' gradients are summed by a collective and
-    every learner applies the same update."""
-
-    kind: Literal["allreduce"]
-    #: ring or tree over all learners (the slowest link sets the pace), or
-    #: hierarchical: inside each node over its host link, then across nodes
-    collective: Literal["ring", "tree", "hierarchical"] = "hierarchical"
-    #: the fraction of the collective hidden behind the backward pass
-    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
-
-
-class LocalSgdAlgorithm(_Spec):
-    """Model averaging (local SGD, the commodity-cluster data parallelism):
-    each learner takes ``period`` steps on its own copy, then all average
-    their weights, by a collective or through the server."""
-
-    kind: Literal["local-sgd"]
-    period: Count
-    average: Literal["allreduce", "server"] = "allreduce"
-
-
-#: each kind with its own keys: a key of another kind is refused like a typo
-Algorithm = Annotated[SprintAlgorithm | AsyncAlgorithm | SyncAlgorithm | AllreduceAlgorithm
-                      | LocalSgdAlgorithm, Field(discriminator="kind")]
 
 
 def default_jitter() -> dict:

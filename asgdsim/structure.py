@@ -22,11 +22,13 @@ only one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .costs import Costs
-from .scenario import Scenario
+if TYPE_CHECKING:
+    from .costs import Costs
+    from .scenario import Scenario
 
-__all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "topology_of"]
+__all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "stages", "topology_of"]
 
 #: resource kind -> what one instance of it serves ("rail": one of a node's
 #: network ports, which its GPUs take in turn)
@@ -138,32 +140,14 @@ def topology_of(scenario: Scenario) -> Topology:
                     max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails)
 
 
-def _stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:
-    # a stage that takes no time (ideal communication) is no stage at all
+def stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:
+    """Stages from (name, resource kinds held, seconds); one that takes no
+    time (ideal communication) is no stage at all."""
     return tuple(Stage(name, holds, d) for name, holds, d in stages if d > 0)
 
 
 def loop_of(scenario: Scenario, costs: Costs) -> Loop:
     """The learner's loop of the scenario's algorithm, with its durations."""
-    c = costs
-    if scenario.algorithm.kind == "sprint":
-        return Loop(
-            before=_stages(("weights_to_gpu", ("host_link",), c.weights_to_gpu_s),
-                           ("batch_read", ("disk",), c.batch_read_s),
-                           ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
-            after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
-                          ("accumulate", ("accumulator",), c.accumulate_s)))
-    if scenario.algorithm.kind == "allreduce" or (
-            scenario.algorithm.kind == "local-sgd" and scenario.algorithm.average == "allreduce"):
-        # the gradient and the weights stay on the GPU: the collective moves them
-        return Loop(before=_stages(("batch_read", ("disk",), c.batch_read_s),
-                                   ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
-                    after=())
-    # a parameter server: push the gradient, take the reply's weights
-    return Loop(
-        before=_stages(("batch_read", ("disk",), c.batch_read_s),
-                       ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
-        after=_stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
-                      ("push", ("server_port_in", "port_out"), c.network_s)),
-        reply=_stages(("pull", ("server_port_out", "port_in"), c.network_s),
-                      ("weights_to_gpu", ("host_link",), c.weights_to_gpu_s)))
+    from .algorithms import KINDS
+
+    return KINDS[scenario.algorithm.kind].loop(scenario, costs)

@@ -1,0 +1,27 @@
+"""What an algorithm kind is made of (see :mod:`asgdsim.algorithms`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Kind"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One algorithm: its scenario keys, the learner's loop (stages around
+    the compute, read by the simulator and the closed form alike), the
+    wiring of its components, and its closed form."""
+
+    #: the pydantic spec of ``algorithm:``, with ``kind: Literal[<name>]``
+    spec: type
+    #: (scenario, costs) -> structure.Loop
+    loop: Callable[..., Any]
+    #: (env, scenario, costs, weights, recorder, seed) -> cluster.Cluster
+    build: Callable[..., Any]
+    #: (scenario, costs) -> analytic.Prediction
+    predict: Callable[..., Any]
+    #: (scenario, weights bytes) -> seconds a round spends after its slowest learner
+    aggregate_s: Callable[..., float] | None = None

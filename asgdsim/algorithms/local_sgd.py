@@ -1,0 +1,72 @@
+"""``local-sgd``: model averaging, the data parallelism of the commodity-
+cluster seed. Each learner takes ``period`` steps on its own copy (each
+reading its sub-batch), then a round averages every learner's weights, by a
+collective or through the server: one update applying the P x period
+gradients taken since the last (staleness 0)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ..specs import Count, _Spec
+from . import allreduce, server
+from .kind import Kind
+
+
+class Spec(_Spec):
+    kind: Literal["local-sgd"]
+    period: Count
+    average: Literal["allreduce", "server"] = "allreduce"
+
+
+def loop(scenario, c):
+    by_collective = scenario.algorithm.average == "allreduce"
+    return (allreduce.loop if by_collective else server.loop)(scenario, c)
+
+
+def aggregate_s(scenario, weights: float) -> float:
+    """Averaging by a collective: the weights summed as gradients are, then
+    divided in place on each GPU (read and write)."""
+    from ..compute import MEMORY_EFFICIENCY
+    from ..costs import hierarchical_allreduce_time
+
+    cluster = scenario.cluster
+    if scenario.algorithm.average != "allreduce":
+        return 0.0
+    inside = cluster.gpu_link or cluster.host_link
+    return (hierarchical_allreduce_time(inside, cluster.node_network, weights,
+                                        cluster.gpus_per_node, cluster.nodes)
+            + 2 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY))
+
+
+def _round_s(scenario, costs) -> float:
+    return costs.collective_s if scenario.algorithm.average == "allreduce" else costs.server_update_s
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..cluster import Cluster, computes
+    from ..components.server import LocalLearner, SyncServer
+    from ..structure import topology_of
+
+    topology, stages_, algorithm = topology_of(scenario), loop(scenario, costs), scenario.algorithm
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
+    rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), topology.learners)
+    cluster.servers = {"collective" if algorithm.average == "allreduce" else "server": [rounds]}
+    for index, compute in computes(scenario, costs, seed):
+        cluster.learners.append(LocalLearner(
+            env, index, rounds, algorithm.period,
+            cluster.resolve(env, topology, stages_.before, index),
+            cluster.resolve(env, topology, stages_.after, index),
+            cluster.resolve(env, topology, stages_.reply, index),
+            compute, scenario.workload.sub_batch))
+    return cluster
+
+
+def predict(scenario, costs):
+    from ..analytic import predict_rounds
+    return predict_rounds(scenario, costs, _round_s(scenario, costs), scenario.algorithm.period)
+
+
+KIND = Kind(Spec, loop, build, predict, aggregate_s)

@@ -1,0 +1,55 @@
+"""``sprint`` (Oyama et al.): each GPU adds its gradient to its node's
+accumulator; each node's update thread swaps it, Allreduces it across nodes
+and applies it once per pipelined cycle."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ..specs import _Spec
+from ..structure import Loop, stages
+from .kind import Kind
+
+
+class Spec(_Spec):
+    kind: Literal["sprint"]
+    #: how the update threads sum their gradients across nodes
+    allreduce: Literal["ring", "tree"] = "ring"
+
+
+def loop(scenario, c) -> Loop:
+    return Loop(
+        before=stages(("weights_to_gpu", ("host_link",), c.weights_to_gpu_s),
+                      ("batch_read", ("disk",), c.batch_read_s),
+                      ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
+        after=stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
+                     ("accumulate", ("accumulator",), c.accumulate_s)))
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..cluster import Cluster, computes
+    from ..components.sprint import Allreduce, SprintLearner, SprintNode
+    from ..structure import topology_of
+
+    topology, stages_ = topology_of(scenario), loop(scenario, costs)
+    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
+    allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
+    nodes = [SprintNode(env, allreduce, weights, costs.node_update_s) for _ in range(topology.nodes)]
+    for index, compute in computes(scenario, costs, seed):
+        cluster.learners.append(SprintLearner(
+            env, index, nodes[topology.node_of(index)],
+            cluster.resolve(env, topology, stages_.before, index),
+            cluster.resolve(env, topology, stages_.after, index),
+            compute, recorder, scenario.workload.sub_batch))
+    cluster.servers = {"allreduce": [allreduce], "node_update": nodes}
+    return cluster
+
+
+def predict(scenario, costs):
+    from ..analytic import predict_sprint
+    return predict_sprint(scenario, costs)
+
+
+KIND = Kind(Spec, loop, build, predict)

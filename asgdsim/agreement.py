@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import catalog
+from .algorithms import KINDS
 from .distributions import law_from_spec
 from .memory import footprint
 from .scenario import GpuSpec, ScenarioError, catalog_model, scenario_from_dict
@@ -50,7 +51,6 @@ Z = 3.0
 MAX_GRADIENTS = 12_000
 MAX_LEARNERS = 256
 
-ALGORITHMS = ("sprint", "async", "sync", "allreduce", "local-sgd")
 LAWS = ("deterministic", "exponential", "shifted-exponential", "uniform", "gamma", "lognormal")
 SUB_BATCHES = (4, 8, 16, 32, 64, 128, 256)
 NETWORKS = ("ib-qdr", "ib-fdr", "ib-edr", "ib-hdr", "10gbe", "25gbe", "100gbe")
@@ -72,7 +72,9 @@ def _law(rng: np.random.Generator, mean: str) -> dict:
 
 def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     """One scenario mapping, as a user could write it, drawn from ``rng``."""
-    kind = str(rng.choice(ALGORITHMS, p=[0.36, 0.22, 0.14, 0.14, 0.14]))
+    # every kind, the seed paper's (sprint) twice as often as each other one
+    weights = np.array([2.0 if name == "sprint" else 1.0 for name in KINDS])
+    kind = str(rng.choice(list(KINDS), p=weights / weights.sum()))
     cluster: dict
     if rng.random() < 0.6:
         machine = str(rng.choice(catalog.names("machines")))
@@ -119,10 +121,9 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
                                 "cv": round(float(np.exp(rng.uniform(np.log(0.01), np.log(0.3)))), 3)}
     ideal = rng.random() < 0.25
     timing["communication"] = "ideal" if ideal else "modelled"
-    if kind == "sprint" and (ideal or rng.random() < 0.15):
-        timing["update_interval"] = f"{float(np.exp(rng.uniform(np.log(2), np.log(3000)))):.4g} ms"
+    keys, timing_keys, per_update = KINDS[kind].draw(rng, ideal)
+    timing.update(timing_keys)
 
-    period = int(rng.choice([1, 2, 4, 8, 16])) if kind == "local-sgd" else 1
     # run length: steps per learner from a few to thousands, within the budget
     steps = float(np.exp(rng.uniform(np.log(5), np.log(3000))))
     steps = min(steps, MAX_GRADIENTS / learners)
@@ -135,19 +136,11 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
     elif stop_kind == "gradients":
         stop = {"gradients": gradients}
     else:
-        per_update = {"sprint": max(learners // 4, 1), "async": 1}.get(kind, learners)
-        if kind == "local-sgd":
-            per_update *= period
-        stop = {"updates": max(3, gradients // per_update)}
-    algorithm = {"kind": kind}
-    if kind == "local-sgd":
-        algorithm.update(period=period, average=str(rng.choice(["allreduce", "server"])))
-    if kind == "allreduce":
-        algorithm["collective"] = str(rng.choice(["ring", "tree", "hierarchical"]))
-        algorithm["overlap"] = float(rng.choice([0.0, 0.0, 0.5, 0.9]))
+        stop = {"updates": max(3, gradients // per_update(learners))}
     return {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
             "workload": {"model": model, "dataset_samples": dataset, "sub_batch": sub_batch},
-            "cluster": cluster, "algorithm": algorithm, "timing": timing, "stop": stop}
+            "cluster": cluster, "algorithm": {"kind": kind, **keys}, "timing": timing,
+            "stop": stop}
 
 
 def _fitting(model: str, cluster: dict, sub_batch: int) -> int:

@@ -62,4 +62,10 @@ def predict(scenario, costs):
     return predict_rounds(scenario, costs, costs.collective_s)
 
 
-KIND = Kind(Spec, loop, build_with(_collective, "collective"), predict, aggregate_s)
+def draw(rng, ideal: bool):
+    keys = {"collective": str(rng.choice(["ring", "tree", "hierarchical"])),
+            "overlap": float(rng.choice([0.0, 0.0, 0.5, 0.9]))}
+    return keys, {}, lambda learners: learners
+
+
+KIND = Kind(Spec, loop, build_with(_collective, "collective"), predict, aggregate_s, draw)

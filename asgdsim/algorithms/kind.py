@@ -25,3 +25,7 @@ class Kind:
     predict: Callable[..., Any]
     #: (scenario, weights bytes) -> seconds a round spends after its slowest learner
     aggregate_s: Callable[..., float] | None = None
+    #: (rng, ideal communication) -> (its ``algorithm`` keys, the ``timing``
+    #: keys it needs, gradients per update as a function of the learners):
+    #: how the agreement suite draws a random scenario of this kind
+    draw: Callable[..., tuple[dict, dict, Callable[[int], int]]] | None = None

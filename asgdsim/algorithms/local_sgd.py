@@ -69,4 +69,10 @@ def predict(scenario, costs):
     return predict_rounds(scenario, costs, _round_s(scenario, costs), scenario.algorithm.period)
 
 
-KIND = Kind(Spec, loop, build, predict, aggregate_s)
+def draw(rng, ideal: bool):
+    period = int(rng.choice([1, 2, 4, 8, 16]))
+    keys = {"period": period, "average": str(rng.choice(["allreduce", "server"]))}
+    return keys, {}, lambda learners: learners * period
+
+
+KIND = Kind(Spec, loop, build, predict, aggregate_s, draw)

@@ -77,5 +77,7 @@ def predict_sync(scenario, costs):
     return predict_rounds(scenario, costs, costs.server_update_s)
 
 
-ASYNC = Kind(AsyncSpec, loop, build_with(_async_server), predict_async)
-SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync)
+ASYNC = Kind(AsyncSpec, loop, build_with(_async_server), predict_async,
+             draw=lambda rng, ideal: ({}, {}, lambda learners: 1))
+SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync,
+            draw=lambda rng, ideal: ({}, {}, lambda learners: learners))

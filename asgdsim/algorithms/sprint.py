@@ -52,4 +52,12 @@ def predict(scenario, costs):
     return predict_sprint(scenario, costs)
 
 
-KIND = Kind(Spec, loop, build, predict)
+def draw(rng, ideal: bool):
+    """A fixed cycle where communication is ideal (it needs one), sometimes otherwise."""
+    timing = {}
+    if ideal or rng.random() < 0.15:
+        timing["update_interval"] = f"{float(np.exp(rng.uniform(np.log(2), np.log(3000)))):.4g} ms"
+    return {}, timing, lambda learners: max(learners // 4, 1)
+
+
+KIND = Kind(Spec, loop, build, predict, draw=draw)

@@ -522,9 +522,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
     # local SGD: a round is ``period`` steps of each learner, then the averaging
-    exact_sum = law.sums_exactly and (period == 1 or _ideal(sc))
     first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
-    exact = exact or (law.sum_of(period).family == "gamma" and exact_sum)
     law = law.sum_of(period)
     per_round = p * period
     n = run.target_gradients
@@ -578,6 +576,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     the mixture of the learners' arrival laws, the exact E[max] for the last).
     """
     p = topo.learners
+    # exact where the round's E[max] is: fixed steps, exponential ones, or
+    # sums of steps whose law sums exactly (a gamma, by quadrature)
+    exact = law.is_constant or _is_exponential(law) or (period > 1 and law.sums_exactly)
     if p > MAX_SKELETON_LEARNERS:
         return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
                                   update_s)
@@ -621,7 +622,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         rounds.append(duration)
         if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
             break
-    return first, rounds[-1], law.is_constant or _is_exponential(law)
+    return first, rounds[-1], exact
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:

@@ -48,6 +48,11 @@ class Cluster:
     servers: dict[str, list] = field(default_factory=dict)
     node_of_learner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
+    @classmethod
+    def of(cls, topology: Topology) -> Cluster:
+        """An empty cluster of the topology's nodes, its learners placed node by node."""
+        return cls(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
+
     def utilisation(self, elapsed_s: float) -> dict[str, float]:
         """Mean busy fraction of each kind of component over ``elapsed_s``."""
         def mean_busy(items: list) -> float:

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
-from .plots import minibatch_figure, staleness_figure
+from .plots import figure_text, minibatch_figure, staleness_figure
 from .pmf import Pmf, total_variation
 from .simulation import Result
 from .names import COMPONENTS, component_name
@@ -90,8 +90,7 @@ def _over_time(result: Result) -> Figure:
         running = pd.Series(values).rolling(window, min_periods=1).mean()
         ax.plot(t, running, color="#1f3b5c", label=f"running mean of {window} {unit}")
         ax.axhline(predicted, color="#c0392b", linestyle="--",
-                   label=f"closed form mean {predicted:,.1f}" if predicted >= 100
-                   else f"closed form mean {predicted:.3g}")
+                   label=f"closed form mean {figure_text(predicted)}")
         ax.set_ylabel(label)
         if "warmup" in result.summary:
             ax.axvspan(0, result.summary["warmup"]["excluded_until_s"], color="#dddddd", zorder=0,

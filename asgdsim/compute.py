@@ -50,7 +50,7 @@ from .specs import GpuSpec, ModelSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "LAUNCH_S",
+__all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "gpu_pass_time", "LAUNCH_S",
            "MEMORY_EFFICIENCY"]
 
 BYTES = 4
@@ -244,6 +244,11 @@ def kepler_to_maxwell() -> float:
     return float(ratio.median())
 
 
+def gpu_pass_time(nbytes: float, gpu: GpuSpec, streams: int) -> float:
+    """A memory-bound GPU kernel touching ``streams`` arrays of ``nbytes`` each."""
+    return streams * nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)
+
+
 def _pass_time(flops: float, nbytes: float, fit: tuple[float, float], gpu: GpuSpec) -> float:
     efficiency, overhead = fit
     return max(flops / (gpu.peak_flops * efficiency),
@@ -295,7 +300,6 @@ class KernelModel:
         return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
 
     def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
-        _follow_catalog()
         eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
@@ -452,8 +456,7 @@ def update_kernel_times(gpu: GpuSpec, model: ModelSpec) -> np.ndarray:
             continue
         shift = layer.out_shape[0] if layer.op in ("conv", "fc", "norm") else 0
         sizes += [layer.params - shift, shift] if 0 < shift < layer.params else [layer.params]
-    return np.array([5 * BYTES * n / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
-                     for n in sizes])
+    return np.array([gpu_pass_time(BYTES * n, gpu, streams=5) + LAUNCH_S for n in sizes])
 
 
 @cache

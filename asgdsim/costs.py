@@ -140,7 +140,7 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost) -> float:
     gpu, model, k = cluster.gpu, work.model, cluster.gpus_per_learner
     if k == 1:
         return cost.step_time(gpu, model, work.sub_batch)
-    inside = cluster.gpu_link or cluster.host_link
+    inside = cluster.gpu_to_gpu
     if cluster.learner_split == "data":
         return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k))
                 + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))

@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from .pmf import Pmf
 
-__all__ = ["pmf_figure", "staleness_figure", "minibatch_figure"]
+__all__ = ["figure_text", "pmf_figure", "staleness_figure", "minibatch_figure"]
 
 #: the share of either law's mass a histogram's axis may leave out (start-up outliers)
 TAIL = 0.01
@@ -28,9 +28,9 @@ def pmf_figure(simulated: Pmf, analytic: Pmf, *, xlabel: str, title: str, unit: 
     fig = Figure(figsize=(7, 4.2), layout="constrained")
     ax = fig.add_subplot()
     ax.bar(simulated.values, simulated.probs, width=0.8 * unit, color="#7aa6d6",
-           edgecolor="#3b6ea5", label=f"simulated (mean {_figure(simulated.mean)})")
+           edgecolor="#3b6ea5", label=f"simulated (mean {figure_text(simulated.mean)})")
     ax.plot(analytic.values, analytic.probs, "o-", color="#c0392b", markersize=3.5, linewidth=1.2,
-            label=f"closed form (mean {_figure(analytic.mean)})")
+            label=f"closed form (mean {figure_text(analytic.mean)})")
     lo = min(simulated.quantile(TAIL / 2), analytic.quantile(TAIL / 2))
     hi = max(simulated.quantile(1 - TAIL / 2), analytic.quantile(1 - TAIL / 2))
     hidden = float(simulated.probs[(simulated.values < lo) | (simulated.values > hi)].sum())
@@ -49,7 +49,8 @@ def pmf_figure(simulated: Pmf, analytic: Pmf, *, xlabel: str, title: str, unit: 
     return fig
 
 
-def _figure(x: float) -> str:
+def figure_text(x: float) -> str:
+    """A mean as a figure's legend shows it."""
     return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.2f}"
 
 

@@ -51,6 +51,12 @@ class Recorder:
         self.samples.append(samples)
         return len(self.learner) - 1
 
+    def local_gradient(self, learner: int, version_read: int, t_start: float, t_end: float,
+                       samples: int, local_step: int) -> int:
+        """A local-sgd gradient: :meth:`gradient`, and its step since the last averaging."""
+        self.local_step.append(local_step)
+        return self.gradient(learner, version_read, t_start, t_end, samples)
+
     def update(self, version: int, t: float, rows: list[int]) -> int:
         """Mark ``rows`` applied by ``version`` at ``t``; return the mini-batch size."""
         version_applied, t_applied, samples = self.version_applied, self.t_applied, self.samples

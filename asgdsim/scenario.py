@@ -125,6 +125,11 @@ class Cluster(_Spec):
         return self.nodes * self.learners_per_node
 
     @property
+    def gpu_to_gpu(self) -> LinkSpec:
+        """What a node's GPUs exchange over: their GPU link, else their host links."""
+        return self.gpu_link or self.host_link
+
+    @property
     def node_network(self) -> LinkSpec:
         """What a node's collective traffic sees: its rails striped together."""
         if self.rails == 1:

@@ -18,7 +18,6 @@ The bar (issue 10): at least 0.5 of the bare loop's gradients per second.
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import simpy
@@ -26,6 +25,7 @@ import simpy
 import asgdsim
 from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
+from bench_core import best_rate   # benchmarks/ is the script's folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,15 +106,6 @@ def bare_modelled_rounds(nodes: int, per_node: int, per_link: int, costs, gradie
         env.process(learner(index))
     env.run(until=done)
     return state["gradients"]
-
-
-def best_rate(run, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        count = run()
-        best = min(best, time.perf_counter() - start)
-    return count / best
 
 
 def main() -> None:

@@ -31,24 +31,27 @@ def loop(scenario, c) -> Loop:
                 after=())
 
 
-def aggregate_s(scenario, weights: float) -> float:
-    """After the slowest learner: the collective's exposed part, then every
-    GPU's momentum update of its copy (read w, g, m; write m, w). GPUs of a
-    node exchange over their ``gpu_link`` (NVLink), or through their host
-    links where they have none."""
-    from ..compute import MEMORY_EFFICIENCY
+def collective_time(cluster, weights: float, collective: str) -> float:
+    """Summing ``weights`` bytes over every GPU: a ring or tree whose slowest
+    link sets the pace, or hierarchical, inside each node over its GPUs'
+    link (NVLink, else their host links), then across nodes."""
     from ..costs import ALLREDUCE, hierarchical_allreduce_time
 
+    if collective == "hierarchical":
+        return hierarchical_allreduce_time(cluster.gpu_to_gpu, cluster.node_network, weights,
+                                           cluster.gpus_per_node, cluster.nodes)
+    slowest = cluster.node_network if cluster.nodes > 1 else cluster.gpu_to_gpu
+    return ALLREDUCE[collective](slowest, weights, cluster.learners)
+
+
+def aggregate_s(scenario, weights: float) -> float:
+    """After the slowest learner: the collective's exposed part, then every
+    GPU's momentum update of its copy (read w, g, m; write m, w)."""
+    from ..compute import gpu_pass_time
+
     algorithm, cluster = scenario.algorithm, scenario.cluster
-    inside = cluster.gpu_link or cluster.host_link
-    if algorithm.collective == "hierarchical":
-        collective = hierarchical_allreduce_time(inside, cluster.node_network, weights,
-                                                 cluster.gpus_per_node, cluster.nodes)
-    else:
-        slowest = cluster.node_network if cluster.nodes > 1 else inside
-        collective = ALLREDUCE[algorithm.collective](slowest, weights, cluster.learners)
-    update = 5 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY)
-    return (1 - algorithm.overlap) * collective + update
+    collective = collective_time(cluster, weights, algorithm.collective)
+    return (1 - algorithm.overlap) * collective + gpu_pass_time(weights, cluster.gpu, streams=5)
 
 
 def _collective(env, weights, recorder, costs, learners):

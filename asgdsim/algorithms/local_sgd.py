@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
-
 from ..specs import Count, _Spec
 from . import allreduce, server
 from .kind import Kind
@@ -29,16 +27,13 @@ def loop(scenario, c):
 def aggregate_s(scenario, weights: float) -> float:
     """Averaging by a collective: the weights summed as gradients are, then
     divided in place on each GPU (read and write)."""
-    from ..compute import MEMORY_EFFICIENCY
-    from ..costs import hierarchical_allreduce_time
+    from ..compute import gpu_pass_time
 
     cluster = scenario.cluster
     if scenario.algorithm.average != "allreduce":
         return 0.0
-    inside = cluster.gpu_link or cluster.host_link
-    return (hierarchical_allreduce_time(inside, cluster.node_network, weights,
-                                        cluster.gpus_per_node, cluster.nodes)
-            + 2 * weights / (cluster.gpu.memory_bandwidth * MEMORY_EFFICIENCY))
+    return (allreduce.collective_time(cluster, weights, "hierarchical")
+            + gpu_pass_time(weights, cluster.gpu, streams=2))
 
 
 def _round_s(scenario, costs) -> float:
@@ -51,7 +46,7 @@ def build(env, scenario, costs, weights, recorder, seed):
     from ..structure import topology_of
 
     topology, stages_, algorithm = topology_of(scenario), loop(scenario, costs), scenario.algorithm
-    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
+    cluster = Cluster.of(topology)
     rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), topology.learners)
     cluster.servers = {"collective" if algorithm.average == "allreduce" else "server": [rounds]}
     for index, compute in computes(scenario, costs, seed):

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
-
 from ..specs import _Spec
 from ..structure import Loop, stages
 from .kind import Kind
@@ -42,8 +40,7 @@ def build_with(server_of, name: str = "server"):
         from ..structure import loop_of, topology_of
 
         topology, stages_ = topology_of(scenario), loop_of(scenario, costs)
-        cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes),
-                                                    topology.learners_per_node))
+        cluster = Cluster.of(topology)
         server = server_of(env, weights, recorder, costs, topology.learners)
         cluster.servers = {name: [server]}
         for index, compute in computes(scenario, costs, seed):

@@ -34,7 +34,7 @@ def build(env, scenario, costs, weights, recorder, seed):
     from ..structure import topology_of
 
     topology, stages_ = topology_of(scenario), loop(scenario, costs)
-    cluster = Cluster(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
+    cluster = Cluster.of(topology)
     allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
     nodes = [SprintNode(env, allreduce, weights, costs.node_update_s) for _ in range(topology.nodes)]
     for index, compute in computes(scenario, costs, seed):

@@ -158,8 +158,8 @@ class LocalLearner:
                 step = next(self.compute)
                 yield env.timeout(step)
                 self.busy_s += step
-                rows.append(recorder.gradient(self.index, version, t_start, env.now, self.sub_batch))
-                recorder.local_step.append(local_step)
+                rows.append(recorder.local_gradient(self.index, version, t_start, env.now,
+                                                    self.sub_batch, local_step))
             if self.after:
                 yield from run_stages(env, self.after)
             version = yield from server.exchange_rows(rows)

@@ -196,7 +196,9 @@ def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
         servers = topology.instances(kind)
         if scope == "node":
             servers = max(1, servers // topology.nodes)
-        stations.append(mva.Station(kind, loop.demand_s(kind), servers=servers))
+        demand = sum(st.duration_s * topology.crossing(st) for st in loop.stages
+                     if st.holds[0] == kind)
+        stations.append(mva.Station(kind, demand, servers=servers))
     return stations + list(extra)
 
 
@@ -331,11 +333,38 @@ def _random_contention(util: dict[str, float], law: Law, overhead_s: float) -> s
     return None
 
 
+#: a node port this busy, held together with a shard's: outside the assumptions
+COUPLED_UTILISATION = 0.25
+
+
+def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
+    """A message to several shards passes its node's port and each shard's
+    at once (cut-through): where both are busy, each stays reserved while
+    the transfer waits for the other, a coupling mean-value analysis (one
+    station per transfer) does not see. Say so where it can bind."""
+    if topology.servers == 1:
+        return None
+    for kind in ("port_out", "port_in"):
+        held = sum(st.duration_s for st in loop.stages if kind in st.holds[1:])
+        busy = topology.learners / cycle * held / topology.instances(kind)
+        if busy >= COUPLED_UTILISATION:
+            return (f"{OUTSIDE}: the nodes' {kind} ports are {busy:.0%} busy with messages to "
+                    f"{topology.servers} shards, and each transfer holds a node's port and a "
+                    "shard's at once")
+    return None
+
+
+def _outside(*reasons: str | None) -> dict[str, str]:
+    """``laws`` entries for the first reason the closed form does not apply."""
+    reason = next((r for r in reasons if r is not None), None)
+    return {} if reason is None else {"assumptions": reason}
+
+
 # -- async: every gradient its own update -----------------------------------
 
 def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
-    return [(tuple(topology.instance(kind, learner) for kind in st.holds), st.duration_s)
-            for st in stages]
+    resolved = ((topology.holds(st, learner), st.duration_s) for st in stages)
+    return [(names, duration) for names, duration in resolved if names is not None]
 
 
 def predict_async(sc: Scenario, costs: Costs) -> Prediction:
@@ -365,7 +394,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         # nearly identical steps: the learners keep the skeleton's schedule,
         # each apply moved by the random walk of its learner's step noise
         applies = _async_skeleton(topo, loop, law.mean, costs.server_update_s, run, m)
-        steps = int(min(MAX_TRANSIENT_STEPS, n / m + 8))
+        steps = _steps_for(applies, n, 8)
         times = _extend(applies, steps, period_of(applies))
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
@@ -394,9 +423,8 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness_law = ("approximation: the first round's ranks, then M - 1 less the "
                          "run's stop, with the variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
-    outside = _random_contention(util, law, loop.overhead_s + costs.server_update_s)
-    if outside is not None:
-        laws["assumptions"] = outside
+    laws.update(_outside(_random_contention(util, law, loop.overhead_s + costs.server_update_s),
+                         _coupled_shards(loop, topo, cycle)))
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -445,16 +473,52 @@ def _async_skeleton(topo: Topology, loop: Loop, step: float, update_s: float, ru
                     m: int) -> np.ndarray:
     """Apply times (learners x steps) of identical fixed-time learners around
     one server, walked over enough steps to see the period."""
-    steps = SKELETON_STEPS // 2
-    skeleton = Skeleton()
     server = [(("server_cpu",), update_s)] if update_s else []
-    one = [_resolved(topo, loop.before, i) + [((), step)] + _resolved(topo, loop.after, i)
-           + server for i in range(m)]
-    reply = [_resolved(topo, loop.reply, i) for i in range(m)]
-    stages = [(one[i] + reply[i]) * (steps - 1) + one[i] for i in range(m)]
-    ends = skeleton.walk([0.0] * m, stages)
-    per_step = len(one[0]) + len(reply[0])
-    return ends[:, len(one[0]) - 1::per_step][:, :steps]
+
+    def walk_of(i: int, steps: int) -> tuple[list[Walk], dict[str, list[int]]]:
+        one = _resolved(topo, loop.before, i) + [((), step)] + _resolved(topo, loop.after, i) + server
+        reply = _resolved(topo, loop.reply, i)
+        per_step = len(one) + len(reply)
+        return (one + reply) * steps, {"apply": [k * per_step + len(one) - 1 for k in range(steps)]}
+    return _paced_walk(walk_of, m, SKELETON_STEPS // 2)["apply"]
+
+
+def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
+    """The times of marked stages of every learner's fixed-time walk
+    (``walk_of(i, steps)`` gives its stages and the indices of each kind of
+    mark), learners x marks for each kind, the first kind setting the pace.
+
+    Learners at different paces (a colocated shard's node works locally)
+    would see the fast ones stop early and the rest run free: each walks
+    as many steps as the slowest needs to reach the same time, the times
+    past the earliest end are dropped, and each learner's marks continue at
+    its own last pace to a common count."""
+    def walk(counts: list[int]) -> list[dict[str, np.ndarray]]:
+        plans = [walk_of(i, counts[i]) for i in range(m)]
+        ends = Skeleton().walk([0.0] * m, [stages for stages, _ in plans])
+        return [{name: ends[i, idx] for name, idx in marks.items()}
+                for i, (_, marks) in enumerate(plans)]
+
+    times = walk([steps] * m)
+    pace_kind = next(iter(times[0]))
+    pace = np.array([(t[pace_kind][-1] - t[pace_kind][0]) / max(len(t[pace_kind]) - 1, 1)
+                     for t in times])
+    if pace.max() <= pace.min() * (1 + 1e-9):
+        return {name: np.array([t[name] for t in times]) for name in times[0]}
+    counts = [min(MAX_SKELETON_STEPS, math.ceil(steps * pace.max() / p)) for p in pace]
+    times = walk(counts)
+    horizon = min(t[pace_kind][-1] for t in times)
+    out = {}
+    for name in times[0]:
+        kept = [t[name][t[name] <= horizon] for t in times]
+        width = max(len(k) for k in kept)
+        rows = []
+        for k in kept:
+            tail = min(8, len(k) - 1)
+            step_pace = (k[-1] - k[-1 - tail]) / tail if tail > 0 else horizon
+            rows.append(np.concatenate([k, k[-1] + step_pace * np.arange(1, width - len(k) + 1)]))
+        out[name] = np.array(rows)
+    return out
 
 
 def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound: str,
@@ -468,7 +532,7 @@ def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound:
     need = run.target_gradients
     if need == math.inf:
         need = run.updates or math.inf
-    steps = int(min(MAX_TRANSIENT_STEPS, need / m + 2 if need < math.inf else MAX_TRANSIENT_STEPS))
+    steps = _steps_for(applies, need, 2)
     times = _extend(applies, steps, found)
     learner = np.repeat(np.arange(m), times.shape[1])
     order = np.lexsort((learner, times.ravel()))          # ties in learner order
@@ -494,6 +558,17 @@ def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound:
         gradients=n, updates=n)
 
 
+def _steps_for(times: np.ndarray, n: float, spare: int) -> int:
+    """Steps per learner of a schedule (learners x steps) that hold its n-th
+    event: learners at different paces (a colocated shard's own node) reach
+    it after different numbers of steps."""
+    if n == math.inf:
+        return MAX_TRANSIENT_STEPS
+    pace = (times[:, -1] - times[:, 0]) / max(times.shape[1] - 1, 1)
+    rate = 1.0 / np.maximum(pace, 1e-300)
+    return int(min(MAX_TRANSIENT_STEPS, n * rate.max() / rate.sum() + spare))
+
+
 def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None) -> np.ndarray:
     """A schedule of ``steps`` steps: the walked ones, then the period repeated
     (or the last steps' mean pace where no period showed)."""
@@ -511,6 +586,148 @@ def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None)
         pace = (times[:, -1] - times[:, -1 - tail]) / tail
         more = times[:, -1:] + (k - walked + 1)[None, :] * pace[:, None]
     return np.concatenate([times, more], axis=1)
+
+
+# -- downpour: messages of n_push gradients, a fetch every n_fetch steps ----
+
+def downpour_spans(n_fetch: int, n_push: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each gradient of a learner's period (lcm(n_fetch, n_push) steps):
+    the steps from the fetch it read to the push that carries it, the
+    learner's own pushes strictly in between (a push at the fetch came
+    first), and its fetches in between."""
+    k = np.arange(math.lcm(n_fetch, n_push))
+    read = n_fetch * (k // n_fetch)
+    pushed = n_push * (k // n_push + 1)
+    fetches = (pushed - 1) // n_fetch - read // n_fetch
+    return pushed - read, (pushed - 1) // n_push - read // n_push, fetches
+
+
+def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
+    """Every learner a renewal process of messages, n_push steps apart.
+
+    In steady state a gradient's read spans ``span`` of its learner's steps,
+    over which the other M - 1 push (M - 1) span / n_push messages on
+    average, whatever the step law: (M - 1)(n_push + n_fetch) / (2 n_push)
+    a gradient, plus the learner's own pushes in between. As for async, the
+    run's in-phase start and its stop take M (1 + c_X^2) / (2 U) of that
+    (U updates, c_X^2 the squared cv of a message's n_push steps)."""
+    algorithm = sc.algorithm
+    n_fetch, n_push = algorithm.n_fetch, algorithm.n_push
+    if n_fetch == n_push == 1:
+        return predict_async(sc, costs)
+    topo, law, run = topology_of(sc), costs.compute, Run.of(sc)
+    loop = loop_of(sc, costs).per_step(n_push, n_fetch)
+    m = topo.learners
+    update_s = costs.server_update_s / n_push
+    server = [mva.Station("server", update_s)] if update_s else []
+    cycle, util, bound = _cycle(_stations(loop, topo, law, "cluster", server), m, law,
+                                loop.overhead_s + update_s)
+    message = n_push * cycle                     # one learner's time between pushes
+    per_update = message / m
+    updates = math.ceil(run.target_gradients / n_push) if run.target_gradients < math.inf \
+        else run.updates or max(1, math.floor(run.time_s / per_update))
+    c2 = law.var / cycle ** 2 if bound == "gpu" else 0.0
+    c2_message = c2 / n_push
+    t_last = updates * per_update + message * (1.0 - c2_message) / 2.0
+    epoch_law = "mean-value: the U-th message of M renewal processes started together"
+    fixed = None
+    if _ideal(sc) and m == 1:
+        t_last = updates * message
+    elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
+        # nearly identical steps: the in-phase start's bursts and the
+        # stagger they settle into, each message moved by its steps' noise
+        pushes, fetches = _downpour_skeleton(topo, loop_of(sc, costs), law.mean,
+                                             costs.server_update_s, n_fetch, n_push)
+        count = _steps_for(pushes, updates, 8)
+        times = _extend(pushes, count, period_of(pushes))
+        if law.is_constant and _ideal(sc):
+            reads = _extend(fetches, count * n_push // n_fetch + 2, period_of(fetches))
+            fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(updates))
+        t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), updates)
+        epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
+    if run.time_s is not None:
+        t_last = min(t_last, run.time_s)
+        updates = min(updates, max(1.0, t_last / per_update))
+    if fixed is not None:
+        staleness, staleness_law = fixed, "exact: the order of the periodic schedule's applies and fetches"
+    else:
+        # the read's time to its push: its steps, the pushes ending them and
+        # every fetch's reply from the one it read on, in units of the
+        # mean step (the others push once every n_push of those)
+        span, own, fetches = downpour_spans(n_fetch, n_push)
+        whole = loop_of(sc, costs)
+        push_s = sum(st.duration_s * topo.crossing(st) for st in whole.after) / cycle
+        reply_s = sum(st.duration_s * topo.crossing(st) for st in whole.reply) / cycle
+        step_s = 1.0 - push_s / n_push - reply_s / n_fetch
+        interval = span * step_s + (own + 1) * push_s + (fetches + 1) * reply_s
+        share = max(0.0, 1.0 - m * (1.0 + c2_message) / (2.0 * updates))
+        others = (m - 1) * interval / n_push
+        staleness = _grouped(others * share + own, others * m * c2 / n_push, np.ones(len(span)))
+        staleness_law = ("approximation: the others' messages over the steps each read spans, "
+                         "(M - 1)(n_push + n_fetch) / (2 n_push) in steady state, less the "
+                         "run's start and stop; a renewal count's variance")
+    laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
+            "staleness": staleness_law}
+    laws.update(_outside(_random_contention(util, law, loop.overhead_s + update_s),
+                         _coupled_shards(loop, topo, cycle)))
+    gradients = updates * n_push
+    return Prediction(
+        scenario=sc, t_gpu_s=cycle, t_update_s=per_update, bound=bound,
+        epoch_time_s=run.epoch_time(t_last, gradients),
+        steady_throughput_samples_per_s=sc.workload.sub_batch * m / cycle,
+        staleness=staleness, gradients_per_update=Pmf.point(n_push), laws=laws,
+        gradients=gradients, updates=updates)
+
+
+def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
+                       n_fetch: int, n_push: int) -> tuple[np.ndarray, np.ndarray]:
+    """When each message of identical fixed-time learners is applied and
+    when each fetch reads the weights (learners x messages, learners x
+    fetches), over enough steps to see the period. A push that is not
+    followed by a fetch does not wait for the server's CPU."""
+    period = math.lcm(n_fetch, n_push)
+    server = [(("server_cpu",), update_s)] if update_s else []
+
+    def walk_of(i: int, periods: int) -> tuple[list[Walk], dict[str, list[int]]]:
+        walk: list[Walk] = []
+        marks: dict[str, list[int]] = {"push": [], "fetch": []}
+        for k in range(1, periods * period + 1):
+            walk += _resolved(topo, loop.before, i) + [((), step)]
+            if k % n_push == 0:
+                walk += _resolved(topo, loop.after, i) + (server if k % n_fetch == 0 else [])
+                marks["push"].append(len(walk) - 1)
+            if k % n_fetch == 0:
+                marks["fetch"].append(len(walk) - 1)
+                walk += _resolved(topo, loop.reply, i)
+        return walk, marks
+    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS / period)))
+    return times["push"], times["fetch"]
+
+
+def _downpour_staleness(applies: np.ndarray, reads: np.ndarray, n_fetch: int, n_push: int,
+                        updates: int) -> Pmf:
+    """The staleness of every gradient of the first ``updates`` messages of
+    a fixed schedule: its message's rank among the applies, less the applies
+    its fetch saw. At one instant a fetch sees its own push and those of the
+    learners before it (the simulator's order of events at a tie)."""
+    m, messages = applies.shape
+    fetches = reads.shape[1]
+    # every apply and read as (time, learner, 0 apply | 1 read), in event order
+    t = np.concatenate([applies.ravel(), reads.ravel()])
+    who = np.concatenate([np.repeat(np.arange(m), messages), np.repeat(np.arange(m), fetches)])
+    phase = np.repeat([0, 1], [m * messages, m * fetches])
+    order = np.lexsort((phase, who, t))
+    seen = np.cumsum(phase[order] == 0)             # applies up to each event
+    version = np.empty(len(t), dtype=np.int64)
+    version[order] = seen
+    applied = version[:m * messages].reshape(m, messages)
+    read = np.concatenate([np.zeros((m, 1), dtype=np.int64),
+                           version[m * messages:].reshape(m, fetches)], axis=1)
+    # gradient k of a learner: in message k // n_push, read by fetch k // n_fetch
+    k = np.arange(messages * n_push)
+    k = k[k // n_fetch <= fetches]
+    staleness = applied[:, k // n_push] - read[:, k // n_fetch] - 1
+    return Pmf.of_samples(staleness[applied[:, k // n_push] <= updates])
 
 
 # -- sync: rounds of all learners ------------------------------------------
@@ -551,7 +768,10 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
                                 "step, their sum one draw")),
               "staleness": "exact: 0",
               "minibatch": "exact: P gradients per round" if period == 1 else
-              f"exact: P x {period} gradients per averaging"},
+              f"exact: P x {period} gradients per averaging",
+              **_outside(None if topo.servers == 1 or _ideal(sc) else
+                         f"{OUTSIDE}: each learner's message passes {topo.servers} shards' ports "
+                         "in turn, and the round's order statistics see only the last")},
         gradients=rounds * per_round, updates=rounds)
 
 
@@ -629,9 +849,11 @@ def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) ->
     """Many learners: the server's port sets the pace; messages leave and
     arrive one after another, the rest of the loop overlaps with them."""
     p = topo.learners
-    message = loop.demand_s("server_port_in")
+    # each shard's port takes one part of every learner's message
+    shards = topo.instances("server_port_in")
+    message = loop.demand_s("server_port_in") / shards
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
-    ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") + local
+    ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") / shards + local
     later = _push_queue(ready, law, message) + update_s
     first = _push_queue(np.full(p, local), law, message) + update_s
     return first, later, False

@@ -66,14 +66,15 @@ class Cluster:
 
     def resolve(self, env: simpy.Environment, topology: Topology, stages: tuple[Stage, ...],
                 learner: int) -> tuple[Hold, ...]:
-        """A learner's stages with the links of its node (created on first use)."""
-        def link(kind: str) -> Link:
-            name = topology.instance(kind, learner)
+        """A learner's stages with the links of its node (created on first use);
+        a stage that stays inside the node (a colocated shard's part) is dropped."""
+        def link(name: str) -> Link:
             if name not in self.links:
                 self.links[name] = Link(env, name)
             return self.links[name]
-        return tuple((tuple(link(kind) for kind in stage.holds), stage.duration_s)
-                     for stage in stages)
+        resolved = ((topology.holds(stage, learner), stage.duration_s) for stage in stages)
+        return tuple((tuple(link(name) for name in names), duration)
+                     for names, duration in resolved if names is not None)
 
 
 def computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int, Iterator[float]]]:

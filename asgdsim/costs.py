@@ -104,7 +104,8 @@ class Costs:
     node_update_s: float         # SPRINT: momentum update on each node's CPU
     cycle_s: float               # SPRINT: one update cycle
     network_s: float             # parameter server: one gradient or weights message
-    server_update_s: float       # parameter server: apply one gradient or one round
+    server_update_s: float       # parameter server: apply one gradient or one round (each
+                                 # shard its part, all at once: the time of one part)
     collective_s: float = 0.0    # allreduce: the collective's exposed part and the GPU update
 
     @property
@@ -188,6 +189,7 @@ def costs_of(scenario: Scenario) -> Costs:
         node_update_s=node_update,
         cycle_s=cycle,
         network_s=transfer_time(cluster.network, weights),
-        server_update_s=cpu_pass_time(weights, memory_bw, streams=5),
+        server_update_s=cpu_pass_time(weights / getattr(scenario.algorithm, "servers", 1),
+                                      memory_bw, streams=5),
         collective_s=aggregate(scenario, weights) if aggregate else 0.0,
     )

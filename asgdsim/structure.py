@@ -10,7 +10,11 @@ reply and run ``reply`` before the next step.
 The :class:`Topology` says how many instances of each kind of resource
 there are and which learners share one: every ``gpus_per_host_link`` GPUs of
 a node share a host link; a node's GPUs share its disk, its accumulator and
-its network ports; every learner shares the parameter server's ports.
+its network ports; every learner shares the parameter server's ports. A
+server split into ``servers`` shards gets one message part per shard, each
+through that shard's ports; colocated shards sit on the learners' nodes and
+use their ports (a part for the learner's own node never crosses the
+network).
 
 The simulator (:mod:`asgdsim.cluster`) builds one FIFO link per instance and
 gives each learner its stages; the closed form (:mod:`asgdsim.analytic`)
@@ -35,8 +39,10 @@ __all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "stages", "topology
 SCOPES = {
     "host_link": "link group",        # gpus_per_host_link GPUs of one node
     "disk": "node", "accumulator": "node", "port_out": "rail", "port_in": "rail",
-    "server_port_in": "cluster", "server_port_out": "cluster",
+    "server_port_in": "shard", "server_port_out": "shard",
 }
+#: where a colocated shard's port traffic goes: its node's port of that direction
+COLOCATED = {"server_port_in": "port_in", "server_port_out": "port_out"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class Stage:
     name: str
     holds: tuple[str, ...]
     duration_s: float
+    #: which part of a message split over the server's shards (counted from
+    #: the learner's first shard, so learners start on different ones)
+    part: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,8 +83,16 @@ class Loop:
     def with_before_repeated(self, times: int) -> Loop:
         """The loop of ``times`` steps per aggregation (local SGD), each with
         the stages before its compute: those stages once, ``times`` as long."""
-        before = tuple(Stage(s.name, s.holds, times * s.duration_s) for s in self.before)
+        before = tuple(Stage(s.name, s.holds, times * s.duration_s, s.part) for s in self.before)
         return Loop(before, self.after, self.reply)
+
+    def per_step(self, push_every: int, reply_every: int) -> Loop:
+        """The loop seen per step when ``after`` runs every ``push_every``
+        steps and ``reply`` every ``reply_every`` (downpour): each stage's
+        time spread over the steps between its runs."""
+        def spread(stages: tuple[Stage, ...], every: int) -> tuple[Stage, ...]:
+            return tuple(Stage(s.name, s.holds, s.duration_s / every, s.part) for s in stages)
+        return Loop(self.before, spread(self.after, push_every), spread(self.reply, reply_every))
 
     def demand_s(self, kind: str) -> float:
         """Seconds of one step spent holding ``kind`` as a path's queue."""
@@ -93,6 +110,9 @@ class Topology:
     learners_per_host_link: int
     #: network ports per node and direction; a node's learners take turns over them
     rails: int = 1
+    #: the parameter server's shards, on nodes of their own or on the learners' nodes
+    servers: int = 1
+    colocated: bool = False
 
     @property
     def learners(self) -> int:
@@ -105,19 +125,46 @@ class Topology:
     def node_of(self, learner: int) -> int:
         return learner // self.learners_per_node
 
+    def shard_of(self, learner: int, part: int) -> int:
+        return (learner + part) % self.servers
+
     def instances(self, kind: str) -> int:
         """How many instances of a resource kind the cluster has."""
         scope = SCOPES[kind]
+        if scope == "shard":
+            return min(self.servers, self.nodes) if self.colocated else self.servers
         if scope == "cluster":
             return 1
         per_node = {"node": 1, "link group": self.links_per_node,
                     "rail": min(self.rails, self.learners_per_node)}[scope]
         return self.nodes * per_node
 
-    def instance(self, kind: str, learner: int) -> str:
-        """The name of the instance of ``kind`` that ``learner`` uses."""
+    def holds(self, stage: Stage, learner: int) -> tuple[str, ...] | None:
+        """The resource instances ``learner`` holds in ``stage``; None where
+        the stage stays inside its node (a part for a colocated shard of its own)."""
+        names = tuple(self.instance(kind, learner, stage.part) for kind in stage.holds)
+        return None if None in names else names
+
+    def crossing(self, stage: Stage) -> float:
+        """The share of learners for which ``stage`` leaves their node (1
+        but for a colocated shard's part, which stays on its own node)."""
+        if not self.colocated or not any(SCOPES[k] == "shard" for k in stage.holds):
+            return 1.0
+        return sum(self.holds(stage, i) is not None for i in range(self.learners)) / self.learners
+
+    def instance(self, kind: str, learner: int, part: int = 0) -> str | None:
+        """The name of the instance of ``kind`` that ``learner`` uses (for
+        the ``part``-th shard of a message); None for a colocated shard's
+        port on the learner's own node."""
         scope = SCOPES[kind]
         node, slot = divmod(learner, self.learners_per_node)
+        if scope == "shard":
+            shard = self.shard_of(learner, part)
+            if not self.colocated:
+                return kind if self.servers == 1 else f"{kind}[{shard}]"
+            host = shard % self.nodes
+            return None if host == node else self.instance(
+                COLOCATED[kind], host * self.learners_per_node)
         if scope == "cluster":
             return kind
         if scope == "node" or (scope == "rail" and self.rails == 1):
@@ -129,21 +176,23 @@ class Topology:
     def sharers(self, kind: str) -> int:
         """How many learners share one instance of ``kind`` (the most)."""
         scope = SCOPES[kind]
-        return {"cluster": self.learners, "node": self.learners_per_node,
+        return {"cluster": self.learners, "shard": self.learners, "node": self.learners_per_node,
                 "link group": min(self.learners_per_host_link, self.learners_per_node),
                 "rail": -(-self.learners_per_node // self.rails)}[scope]
 
 
 def topology_of(scenario: Scenario) -> Topology:
-    c = scenario.cluster
+    c, algorithm = scenario.cluster, scenario.algorithm
     return Topology(c.nodes, c.learners_per_node,
-                    max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails)
+                    max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails,
+                    servers=getattr(algorithm, "servers", 1),
+                    colocated=getattr(algorithm, "placement", "dedicated") == "colocated")
 
 
-def stages(*stages: tuple[str, tuple[str, ...], float]) -> tuple[Stage, ...]:
-    """Stages from (name, resource kinds held, seconds); one that takes no
-    time (ideal communication) is no stage at all."""
-    return tuple(Stage(name, holds, d) for name, holds, d in stages if d > 0)
+def stages(*stages: tuple) -> tuple[Stage, ...]:
+    """Stages from (name, resource kinds held, seconds[, part]); one that
+    takes no time (ideal communication) is no stage at all."""
+    return tuple(Stage(*stage) for stage in stages if stage[2] > 0)
 
 
 def loop_of(scenario: Scenario, costs: Costs) -> Loop:

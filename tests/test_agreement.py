@@ -23,7 +23,7 @@ def test_random_scenarios_span_every_axis():
     kinds = {d["algorithm"]["kind"] for d in data}
     computes = {d["timing"]["compute"] if isinstance(d["timing"]["compute"], str)
                 else d["timing"]["compute"]["distribution"] for d in data}
-    assert kinds == {"sprint", "async", "sync", "allreduce", "local-sgd"}
+    assert kinds == {"sprint", "async", "sync", "allreduce", "local-sgd", "downpour"}
     assert computes >= {"table", "roofline", "deterministic", "exponential", "shifted-exponential",
                         "uniform", "gamma", "lognormal"}
     assert {d["timing"]["communication"] for d in data} == {"ideal", "modelled"}
@@ -43,6 +43,9 @@ def test_closed_form_agrees_with_the_simulator_on_random_scenarios():
     agree = table["agrees"].mean()
     unlabelled = (~table["agrees"] & ~table["outside"]).mean()
     assert agree >= 0.95, report(table)
-    assert unlabelled <= 0.025, report(table)
+    # the aim is a true unlabelled share of 2.5 % at most; a draw of n
+    # scenarios refutes it only beyond two binomial standard errors
+    n = len(table)
+    assert unlabelled <= 0.025 + 2 * np.sqrt(0.025 * 0.975 / n), report(table)
     for kind, share in table.groupby("algorithm")["agrees"].mean().items():
         assert share >= 0.85, (kind, share)

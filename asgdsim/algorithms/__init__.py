@@ -15,7 +15,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from . import allreduce, local_sgd, server, sprint
+from . import allreduce, downpour, local_sgd, server, sprint
 from .kind import Kind
 
 __all__ = ["Algorithm", "KINDS", "Kind"]
@@ -27,6 +27,7 @@ KINDS: dict[str, Kind] = {
     "sync": server.SYNC,
     "allreduce": allreduce.KIND,
     "local-sgd": local_sgd.KIND,
+    "downpour": downpour.KIND,
 }
 
 #: the ``algorithm:`` section: each kind with its own keys

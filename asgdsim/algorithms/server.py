@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..specs import _Spec
+from ..specs import Count, _Spec
 from ..structure import Loop, stages
 from .kind import Kind
 
@@ -16,18 +16,40 @@ class AsyncSpec(_Spec):
     kind: Literal["async"]
 
 
-class SyncSpec(_Spec):
+class Shards(_Spec):
+    """Where the server's weights live: split evenly over ``servers`` shards,
+    on nodes of their own or on the learners' nodes."""
+
+    servers: Count = 1
+    placement: Literal["dedicated", "colocated"] = "dedicated"
+
+
+class SyncSpec(Shards):
     kind: Literal["sync"]
 
 
+def message_part_s(scenario, c) -> float:
+    """One shard's part of a gradient or weights message over the network."""
+    from ..costs import transfer_time
+
+    servers = getattr(scenario.algorithm, "servers", 1)
+    if servers == 1 or c.network_s == 0:
+        return c.network_s
+    return transfer_time(scenario.cluster.network, c.weights_bytes / servers)
+
+
 def loop(scenario, c) -> Loop:
-    """Push the gradient, take the reply's weights."""
+    """Push the gradient, take the reply's weights: a message part to and
+    from each shard, one after another through the node's port."""
+    part_s, servers = message_part_s(scenario, c), getattr(scenario.algorithm, "servers", 1)
     return Loop(
         before=stages(("batch_read", ("disk",), c.batch_read_s),
                       ("batch_to_gpu", ("host_link",), c.batch_to_gpu_s)),
         after=stages(("gradient_to_host", ("host_link",), c.gradient_to_host_s),
-                     ("push", ("server_port_in", "port_out"), c.network_s)),
-        reply=stages(("pull", ("server_port_out", "port_in"), c.network_s),
+                     *(("push", ("server_port_in", "port_out"), part_s, part)
+                       for part in range(servers))),
+        reply=stages(*(("pull", ("server_port_out", "port_in"), part_s, part)
+                       for part in range(servers)),
                      ("weights_to_gpu", ("host_link",), c.weights_to_gpu_s)))
 
 
@@ -76,5 +98,12 @@ def predict_sync(scenario, costs):
 
 ASYNC = Kind(AsyncSpec, loop, build_with(_async_server), predict_async,
              draw=lambda rng, ideal: ({}, {}, lambda learners: 1))
+def draw_shards(rng) -> dict:
+    """Where a random scenario's server lives: mostly one shard, as users write."""
+    servers = int(rng.choice([1, 1, 1, 2, 4]))
+    return {} if servers == 1 else {"servers": servers,
+                                    "placement": str(rng.choice(["dedicated", "colocated"]))}
+
+
 SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync,
-            draw=lambda rng, ideal: ({}, {}, lambda learners: learners))
+            draw=lambda rng, ideal: (draw_shards(rng), {}, lambda learners: learners))

@@ -40,6 +40,18 @@ class Link:
         yield env.timeout(end - now)
         self.busy_s += duration
 
+    def hold(self, duration: float) -> simpy.Event:
+        """Queue a transfer without waiting for it: the event fires when it ends."""
+        now = self.env.now
+        start = self.free_at if self.free_at > now else now
+        self.free_at = end = start + duration
+        done = self.env.timeout(end - now)
+        done.callbacks.append(lambda _: self._count(duration))
+        return done
+
+    def _count(self, duration: float) -> None:
+        self.busy_s += duration
+
 
 def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float) -> Generator:
     """Hold every link of a path at once for ``duration`` (cut-through routing):

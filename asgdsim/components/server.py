@@ -10,6 +10,13 @@ version the learner computes from next.
   Downpour with n_fetch = n_push = 1, Rudra's async).
 - :class:`SyncServer` waits until every learner has pushed, applies their
   sum as one update and replies to all (BSP).
+- :class:`DownpourLearner` pushes the sum of its last ``n_push`` gradients
+  as one message and fetches the weights every ``n_fetch`` steps, without
+  waiting for its pushes to be applied (Dean et al. 2012).
+
+A server split into shards applies each message's parts on every shard at
+once, after the whole message has arrived: its shards keep in step, so
+they are one server whose update takes one part's time.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from ..recorder import Recorder
 from .link import Hold, Link, run_stages
 from .weights import Weights
 
-__all__ = ["AsyncServer", "LocalLearner", "SyncServer", "ServerLearner"]
+__all__ = ["AsyncServer", "DownpourLearner", "LocalLearner", "SyncServer", "ServerLearner"]
 
 
 class AsyncServer:
@@ -50,6 +57,18 @@ class AsyncServer:
         row = self.recorder.gradient(learner, version_read, t_start, self.env.now, samples)
         yield from self.cpu.transfer(self.update_s)
         return self.weights.apply([row])
+
+    def push(self, rows: list[int]) -> None:
+        """Queue a message's recorded gradients for the CPU, to be applied
+        as one update when its turn ends; the sender does not wait."""
+        if self.instant:
+            self.weights.apply(rows)
+            return
+        self.cpu.hold(self.update_s).callbacks.append(lambda _: self.weights.apply(rows))
+
+    def fetch_wait_s(self) -> float:
+        """How long a fetch waits: until every message queued before it is applied."""
+        return max(0.0, self.cpu.free_at - self.env.now)
 
 
 class SyncServer:
@@ -165,3 +184,49 @@ class LocalLearner:
             version = yield from server.exchange_rows(rows)
             if self.reply:
                 yield from run_stages(env, self.reply)
+
+
+class DownpourLearner:
+    """A learner of ``downpour``: ``n_push`` steps per pushed message (each
+    gradient keeps the version it read), the weights fetched after every
+    ``n_fetch`` steps. ``after`` runs before each push, ``reply`` after each
+    fetch; a push does not wait for its update, a fetch waits for the
+    updates queued before it."""
+
+    def __init__(self, env: simpy.Environment, index: int, server: AsyncServer,
+                 n_fetch: int, n_push: int, before: Sequence[Hold], after: Sequence[Hold],
+                 reply: Sequence[Hold], compute: Iterator[float], sub_batch: int):
+        self.env, self.index, self.server = env, index, server
+        self.n_fetch, self.n_push = n_fetch, n_push
+        self.before, self.after, self.reply = before, after, reply
+        self.compute, self.sub_batch = compute, sub_batch
+        self.busy_s = 0.0
+        env.process(self.run())
+
+    def run(self) -> Generator:
+        env, server, recorder = self.env, self.server, self.server.recorder
+        before, after, reply = self.before, self.after, self.reply
+        n_fetch, n_push, index, sub_batch = self.n_fetch, self.n_push, self.index, self.sub_batch
+        version, step = 0, 0
+        unpushed: list[tuple[int, float]] = []    # (version read, step start) of each gradient
+        while True:
+            unpushed.append((version, env.now))
+            if before:
+                yield from run_stages(env, before)
+            duration = next(self.compute)
+            yield env.timeout(duration)
+            self.busy_s += duration
+            step += 1
+            if step % n_push == 0:
+                if after:
+                    yield from run_stages(env, after)
+                server.push([recorder.gradient(index, read, t_start, env.now, sub_batch)
+                             for read, t_start in unpushed])
+                unpushed = []
+            if step % n_fetch == 0:
+                wait = server.fetch_wait_s()
+                if wait > 0:
+                    yield env.timeout(wait)
+                version = server.weights.version
+                if reply:
+                    yield from run_stages(env, reply)

@@ -1,0 +1,57 @@
+"""``downpour``: the parameter server of DistBelief (Dean et al. 2012) and
+GPU A-SGD. A learner fetches the weights every ``n_fetch`` steps and pushes
+the sum of its last ``n_push`` gradients as one message, without waiting
+for it to be applied; the weights are split evenly over ``servers`` shards,
+and every message goes to all of them. ``async`` is the case n_fetch =
+n_push = 1 (push, then take the newest weights), and runs on the same
+components."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..specs import Count
+from .kind import Kind
+from .server import ASYNC, Shards, draw_shards, loop
+
+
+class Spec(Shards):
+    kind: Literal["downpour"]
+    n_fetch: Count = 1
+    n_push: Count = 1
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..cluster import Cluster, computes
+    from ..components.server import AsyncServer, DownpourLearner
+    from ..structure import topology_of
+
+    algorithm = scenario.algorithm
+    if algorithm.n_fetch == algorithm.n_push == 1:
+        return ASYNC.build(env, scenario, costs, weights, recorder, seed)
+    topology, stages_ = topology_of(scenario), loop(scenario, costs)
+    cluster = Cluster.of(topology)
+    server = AsyncServer(env, weights, recorder, costs.server_update_s)
+    cluster.servers = {"server": [server]}
+    for index, compute in computes(scenario, costs, seed):
+        cluster.learners.append(DownpourLearner(
+            env, index, server, algorithm.n_fetch, algorithm.n_push,
+            cluster.resolve(env, topology, stages_.before, index),
+            cluster.resolve(env, topology, stages_.after, index),
+            cluster.resolve(env, topology, stages_.reply, index),
+            compute, scenario.workload.sub_batch))
+    return cluster
+
+
+def predict(scenario, costs):
+    from ..analytic import predict_downpour
+    return predict_downpour(scenario, costs)
+
+
+def draw(rng, ideal: bool):
+    keys = {"n_fetch": int(rng.choice([1, 1, 2, 3, 8])), "n_push": int(rng.choice([1, 1, 2, 4, 8])),
+            **draw_shards(rng)}
+    return keys, {}, lambda learners: 1
+
+
+KIND = Kind(Spec, loop, build, predict, draw=draw)

@@ -1,0 +1,94 @@
+"""downpour: the Downpour / GPU A-SGD parameter server with n_fetch,
+n_push and sharded servers (asgdsim/algorithms/downpour.py)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from asgdsim.analytic import downpour_spans, predict
+from asgdsim.scenario import ScenarioError, scenario_from_dict
+from asgdsim.simulation import simulate
+
+
+def scenario(algorithm: dict, stop=None, compute=None, **cluster):
+    return scenario_from_dict({
+        "name": "downpour-test", "seed": 3,
+        "workload": {"model": "alexnet", "dataset_samples": 64_000, "sub_batch": 32},
+        "cluster": {"nodes": 2, "gpus_per_node": 4, "gpu": "V100", "network": "ib-edr", **cluster},
+        "algorithm": algorithm,
+        "timing": {"compute": compute or {"distribution": "exponential", "mean": "50 ms"},
+                   "communication": "ideal"},
+        "stop": stop or {"epochs": 1}})
+
+
+def test_async_is_downpour_with_every_key_at_its_default():
+    a = simulate(scenario({"kind": "async"})).summary
+    d = simulate(scenario({"kind": "downpour"})).summary
+    for key in ("epoch_time_s", "gradients", "updates", "staleness", "minibatch"):
+        assert a[key] == d[key], key
+
+
+def test_a_key_of_downpour_is_refused_on_async():
+    with pytest.raises(ScenarioError, match="n_push"):
+        scenario({"kind": "async", "n_push": 2})
+
+
+def test_spans_of_a_period_by_hand():
+    # n_fetch 2, n_push 3: reads at steps 0, 0, 2, 2, 4, 4; pushes after 3, 3, 3, 6, 6, 6
+    span, own, fetches = downpour_spans(2, 3)
+    assert span.tolist() == [3, 3, 1, 4, 2, 2]
+    assert own.tolist() == [0, 0, 0, 1, 0, 0]
+    assert fetches.tolist() == [1, 1, 0, 1, 0, 0]
+
+
+def test_fixed_steps_timeline_by_hand():
+    # two learners, 10 ms steps, n_push 2, n_fetch 1: each pushes after its
+    # steps 2, 4, ...; all in phase, learner 0 first at every instant
+    sc = scenario({"kind": "downpour", "n_fetch": 1, "n_push": 2},
+                  stop={"updates": 4}, compute={"distribution": "deterministic", "mean": "10 ms"},
+                  nodes=1, gpus_per_node=2)
+    res = simulate(sc)
+    u, g = res.updates, res.gradients
+    assert u["t"].tolist() == pytest.approx([0.02, 0.02, 0.04, 0.04])
+    assert u["minibatch"].tolist() == [64] * 4
+    # learner 1's first message (version 2) holds gradients read at version 0
+    # and, after its fetch at 10 ms (nothing applied yet), again 0
+    first = g[g["version_applied"] == 2]
+    assert first["version_read"].tolist() == [0, 0]
+    assert first["staleness"].tolist() == [1, 1]
+    # learner 0's second message, applied as version 3: its step from 20 ms
+    # read version 1 (its own push), its step from 30 ms version 2 (learner
+    # 1's push at 20 ms came after learner 0's fetch)
+    second = g[g["version_applied"] == 3]
+    assert second["version_read"].tolist() == [1, 2] and second["staleness"].tolist() == [1, 0]
+    assert predict(sc).staleness.mean == pytest.approx(g["staleness"].mean())
+
+
+@pytest.mark.parametrize("n_fetch,n_push", [(1, 4), (3, 1), (2, 3)])
+def test_mean_staleness_and_minibatch_against_the_closed_form(n_fetch, n_push):
+    """Ideal communication, exponential steps: M - 1 others push (M - 1) span
+    / n_push messages over a read's span, for any law; the run's mean within
+    three standard errors (batch means) of the closed form's."""
+    sc = scenario({"kind": "downpour", "n_fetch": n_fetch, "n_push": n_push},
+                  stop={"gradients": 40_000})
+    res = simulate(sc)
+    p = predict(sc)
+    st = res.gradients["staleness"].to_numpy(dtype=float)
+    batches = st[: len(st) - len(st) % 40].reshape(40, -1).mean(axis=1)
+    se = batches.std(ddof=1) / math.sqrt(40)
+    assert abs(st.mean() - p.staleness.mean) <= 3 * se + 1e-9
+    assert set(res.updates["minibatch"]) == {n_push * 32}
+    assert p.minibatch.mean == n_push * 32
+    assert p.laws["minibatch"].startswith("exact")
+
+
+def test_sharded_server_keeps_every_gradient_once():
+    sc = scenario({"kind": "downpour", "n_fetch": 2, "n_push": 2, "servers": 3,
+                   "placement": "colocated"}, stop={"gradients": 2000})
+    sc = sc.model_copy(update={"timing": sc.timing.model_copy(update={"communication": "modelled"})})
+    res = simulate(sc)
+    g, u = res.gradients, res.updates
+    assert not g.duplicated(["learner", "t_start"]).any()
+    assert g["samples"].sum() == u["minibatch"].sum()
+    assert (np.diff(u["version"]) == 1).all() and (g["staleness"] >= 0).all()

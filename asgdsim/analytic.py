@@ -196,8 +196,7 @@ def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
         servers = topology.instances(kind)
         if scope == "node":
             servers = max(1, servers // topology.nodes)
-        demand = sum(st.duration_s * topology.crossing(st) for st in loop.stages
-                     if st.holds[0] == kind)
+        demand = topology.held_s(st for st in loop.stages if st.holds[0] == kind)
         stations.append(mva.Station(kind, demand, servers=servers))
     return stations + list(extra)
 
@@ -345,7 +344,7 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
     if topology.servers == 1:
         return None
     for kind in ("port_out", "port_in"):
-        held = sum(st.duration_s for st in loop.stages if kind in st.holds[1:])
+        held = topology.held_s(st for st in loop.stages if kind in st.holds[1:])
         busy = topology.learners / cycle * held / topology.instances(kind)
         if busy >= COUPLED_UTILISATION:
             return (f"{OUTSIDE}: the nodes' {kind} ports are {busy:.0%} busy with messages to "
@@ -376,7 +375,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     per_gradient = cycle / m
     laws = {"minibatch": "exact: one gradient per update"}
     if law.is_constant and m <= MAX_SKELETON_LEARNERS:
-        applies = _async_skeleton(topo, loop, law.mean, costs.server_update_s, run, m)
+        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1)[0]
         return _async_from_schedule(sc, applies, cycle, bound, laws)
     n = run.target_gradients
     if n == math.inf:       # a time or updates stop: gradients by then
@@ -393,7 +392,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the learners keep the skeleton's schedule,
         # each apply moved by the random walk of its learner's step noise
-        applies = _async_skeleton(topo, loop, law.mean, costs.server_update_s, run, m)
+        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1)[0]
         steps = _steps_for(applies, n, 8)
         times = _extend(applies, steps, period_of(applies))
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
@@ -467,20 +466,6 @@ def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:
     z = (grid[None, :] - times[near][:, None]) / np.maximum(sd[near], 1e-300)[:, None]
     count = below.sum() + special.ndtr(z).sum(axis=0)
     return float(np.interp(n - 0.5, count, grid))
-
-
-def _async_skeleton(topo: Topology, loop: Loop, step: float, update_s: float, run: Run,
-                    m: int) -> np.ndarray:
-    """Apply times (learners x steps) of identical fixed-time learners around
-    one server, walked over enough steps to see the period."""
-    server = [(("server_cpu",), update_s)] if update_s else []
-
-    def walk_of(i: int, steps: int) -> tuple[list[Walk], dict[str, list[int]]]:
-        one = _resolved(topo, loop.before, i) + [((), step)] + _resolved(topo, loop.after, i) + server
-        reply = _resolved(topo, loop.reply, i)
-        per_step = len(one) + len(reply)
-        return (one + reply) * steps, {"apply": [k * per_step + len(one) - 1 for k in range(steps)]}
-    return _paced_walk(walk_of, m, SKELETON_STEPS // 2)["apply"]
 
 
 def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
@@ -605,18 +590,21 @@ def downpour_spans(n_fetch: int, n_push: int) -> tuple[np.ndarray, np.ndarray, n
 def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     """Every learner a renewal process of messages, n_push steps apart.
 
-    In steady state a gradient's read spans ``span`` of its learner's steps,
-    over which the other M - 1 push (M - 1) span / n_push messages on
-    average, whatever the step law: (M - 1)(n_push + n_fetch) / (2 n_push)
-    a gradient, plus the learner's own pushes in between. As for async, the
-    run's in-phase start and its stop take M (1 + c_X^2) / (2 U) of that
-    (U updates, c_X^2 the squared cv of a message's n_push steps)."""
+    In steady state the other M - 1 learners push one message every n_push
+    mean steps each, whatever the step law, so a gradient sees (M - 1) I /
+    n_push of them, I the time from the fetch it read to its message's
+    arrival in mean steps: the steps in between, the pushes that end them
+    and the fetches' replies. With ideal communication that is (M - 1)
+    (n_push + n_fetch) / (2 n_push) on average, plus the learner's own
+    pushes in between. As for async, the run's in-phase start and its stop
+    take M (1 + c_X^2) / (2 U) of that (U updates, c_X^2 the squared cv of a
+    message's n_push steps)."""
     algorithm = sc.algorithm
     n_fetch, n_push = algorithm.n_fetch, algorithm.n_push
     if n_fetch == n_push == 1:
         return predict_async(sc, costs)
-    topo, law, run = topology_of(sc), costs.compute, Run.of(sc)
-    loop = loop_of(sc, costs).per_step(n_push, n_fetch)
+    topo, law, run, whole = topology_of(sc), costs.compute, Run.of(sc), loop_of(sc, costs)
+    loop = whole.per_step(n_push, n_fetch)
     m = topo.learners
     update_s = costs.server_update_s / n_push
     server = [mva.Station("server", update_s)] if update_s else []
@@ -636,8 +624,8 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the in-phase start's bursts and the
         # stagger they settle into, each message moved by its steps' noise
-        pushes, fetches = _downpour_skeleton(topo, loop_of(sc, costs), law.mean,
-                                             costs.server_update_s, n_fetch, n_push)
+        pushes, fetches = _downpour_skeleton(topo, whole, law.mean, costs.server_update_s,
+                                             n_fetch, n_push)
         count = _steps_for(pushes, updates, 8)
         times = _extend(pushes, count, period_of(pushes))
         if law.is_constant and _ideal(sc):
@@ -655,17 +643,16 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         # every fetch's reply from the one it read on, in units of the
         # mean step (the others push once every n_push of those)
         span, own, fetches = downpour_spans(n_fetch, n_push)
-        whole = loop_of(sc, costs)
-        push_s = sum(st.duration_s * topo.crossing(st) for st in whole.after) / cycle
-        reply_s = sum(st.duration_s * topo.crossing(st) for st in whole.reply) / cycle
+        push_s, reply_s = topo.held_s(whole.after) / cycle, topo.held_s(whole.reply) / cycle
         step_s = 1.0 - push_s / n_push - reply_s / n_fetch
         interval = span * step_s + (own + 1) * push_s + (fetches + 1) * reply_s
         share = max(0.0, 1.0 - m * (1.0 + c2_message) / (2.0 * updates))
         others = (m - 1) * interval / n_push
         staleness = _grouped(others * share + own, others * m * c2 / n_push, np.ones(len(span)))
-        staleness_law = ("approximation: the others' messages over the steps each read spans, "
-                         "(M - 1)(n_push + n_fetch) / (2 n_push) in steady state, less the "
-                         "run's start and stop; a renewal count's variance")
+        staleness_law = ("approximation: the others' messages from each gradient's fetch to "
+                         "its push ((M - 1)(n_push + n_fetch) / (2 n_push) in steady state with "
+                         "ideal communication), less the run's start and stop; a renewal "
+                         "count's variance")
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
     laws.update(_outside(_random_contention(util, law, loop.overhead_s + update_s),
@@ -684,23 +671,25 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
     """When each message of identical fixed-time learners is applied and
     when each fetch reads the weights (learners x messages, learners x
     fetches), over enough steps to see the period. A push that is not
-    followed by a fetch does not wait for the server's CPU."""
+    followed by a fetch does not wait for the server's CPU. With n_fetch =
+    n_push = 1 this is async: push, wait for the update, pull."""
     period = math.lcm(n_fetch, n_push)
     server = [(("server_cpu",), update_s)] if update_s else []
 
     def walk_of(i: int, periods: int) -> tuple[list[Walk], dict[str, list[int]]]:
+        before, after, reply = (_resolved(topo, part, i) for part in (loop.before, loop.after, loop.reply))
         walk: list[Walk] = []
         marks: dict[str, list[int]] = {"push": [], "fetch": []}
         for k in range(1, periods * period + 1):
-            walk += _resolved(topo, loop.before, i) + [((), step)]
+            walk += before + [((), step)]
             if k % n_push == 0:
-                walk += _resolved(topo, loop.after, i) + (server if k % n_fetch == 0 else [])
+                walk += after + (server if k % n_fetch == 0 else [])
                 marks["push"].append(len(walk) - 1)
             if k % n_fetch == 0:
                 marks["fetch"].append(len(walk) - 1)
-                walk += _resolved(topo, loop.reply, i)
+                walk += reply
         return walk, marks
-    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS / period)))
+    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)))
     return times["push"], times["fetch"]
 
 

@@ -152,6 +152,10 @@ class Topology:
             return 1.0
         return sum(self.holds(stage, i) is not None for i in range(self.learners)) / self.learners
 
+    def held_s(self, stages) -> float:
+        """Seconds a learner spends in ``stages`` on average over the learners."""
+        return sum(st.duration_s * self.crossing(st) for st in stages)
+
     def instance(self, kind: str, learner: int, part: int = 0) -> str | None:
         """The name of the instance of ``kind`` that ``learner`` uses (for
         the ``part``-th shard of a message); None for a colocated shard's

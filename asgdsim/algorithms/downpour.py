@@ -8,11 +8,12 @@ components."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from ..specs import Count
 from .kind import Kind
-from .server import ASYNC, Shards, draw_shards, loop
+from .server import ASYNC, Shards, draw_shards, loop, wire
 
 
 class Spec(Shards):
@@ -22,25 +23,16 @@ class Spec(Shards):
 
 
 def build(env, scenario, costs, weights, recorder, seed):
-    from ..cluster import Cluster, computes
     from ..components.server import AsyncServer, DownpourLearner
-    from ..structure import topology_of
 
     algorithm = scenario.algorithm
     if algorithm.n_fetch == algorithm.n_push == 1:
+        # async's learner: the same timeline, with the per-step bookkeeping
+        # of messages and fetches left out of the hot loop
         return ASYNC.build(env, scenario, costs, weights, recorder, seed)
-    topology, stages_ = topology_of(scenario), loop(scenario, costs)
-    cluster = Cluster.of(topology)
     server = AsyncServer(env, weights, recorder, costs.server_update_s)
-    cluster.servers = {"server": [server]}
-    for index, compute in computes(scenario, costs, seed):
-        cluster.learners.append(DownpourLearner(
-            env, index, server, algorithm.n_fetch, algorithm.n_push,
-            cluster.resolve(env, topology, stages_.before, index),
-            cluster.resolve(env, topology, stages_.after, index),
-            cluster.resolve(env, topology, stages_.reply, index),
-            compute, scenario.workload.sub_batch))
-    return cluster
+    return wire(env, scenario, costs, seed, "server", server,
+                partial(DownpourLearner, n_fetch=algorithm.n_fetch, n_push=algorithm.n_push))
 
 
 def predict(scenario, costs):

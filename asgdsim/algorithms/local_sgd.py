@@ -6,6 +6,7 @@ gradients taken since the last (staleness 0)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from ..specs import Count, _Spec
@@ -41,22 +42,13 @@ def _round_s(scenario, costs) -> float:
 
 
 def build(env, scenario, costs, weights, recorder, seed):
-    from ..cluster import Cluster, computes
     from ..components.server import LocalLearner, SyncServer
-    from ..structure import topology_of
 
-    topology, stages_, algorithm = topology_of(scenario), loop(scenario, costs), scenario.algorithm
-    cluster = Cluster.of(topology)
-    rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), topology.learners)
-    cluster.servers = {"collective" if algorithm.average == "allreduce" else "server": [rounds]}
-    for index, compute in computes(scenario, costs, seed):
-        cluster.learners.append(LocalLearner(
-            env, index, rounds, algorithm.period,
-            cluster.resolve(env, topology, stages_.before, index),
-            cluster.resolve(env, topology, stages_.after, index),
-            cluster.resolve(env, topology, stages_.reply, index),
-            compute, scenario.workload.sub_batch))
-    return cluster
+    algorithm = scenario.algorithm
+    rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), scenario.cluster.learners)
+    name = "collective" if algorithm.average == "allreduce" else "server"
+    return server.wire(env, scenario, costs, seed, name, rounds,
+                       partial(LocalLearner, period=algorithm.period))
 
 
 def predict(scenario, costs):

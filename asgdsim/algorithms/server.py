@@ -53,26 +53,33 @@ def loop(scenario, c) -> Loop:
                      ("weights_to_gpu", ("host_link",), c.weights_to_gpu_s)))
 
 
-def build_with(server_of, name: str = "server"):
-    """The builder of learners that exchange with one server-like round
-    (``server_of(env, weights, recorder, costs, learners)``)."""
-    def build(env, scenario, costs, weights, recorder, seed):
-        from ..cluster import Cluster, computes
-        from ..components.server import ServerLearner
-        from ..structure import loop_of, topology_of
+def wire(env, scenario, costs, seed, name: str, server, learner):
+    """A cluster of one server-like component (a server, a round, a
+    collective), kept under ``name``, and one learner per GPU:
+    ``learner(env, index, server, before, after, reply, compute, sub_batch)``
+    on its stages resolved to its node's links."""
+    from ..cluster import Cluster, computes
+    from ..structure import loop_of, topology_of
 
-        topology, stages_ = topology_of(scenario), loop_of(scenario, costs)
-        cluster = Cluster.of(topology)
-        server = server_of(env, weights, recorder, costs, topology.learners)
-        cluster.servers = {name: [server]}
-        for index, compute in computes(scenario, costs, seed):
-            cluster.learners.append(ServerLearner(
-                env, index, server,
-                cluster.resolve(env, topology, stages_.before, index),
-                cluster.resolve(env, topology, stages_.after, index),
-                cluster.resolve(env, topology, stages_.reply, index),
-                compute, scenario.workload.sub_batch))
-        return cluster
+    topology, stages_ = topology_of(scenario), loop_of(scenario, costs)
+    cluster = Cluster.of(topology)
+    cluster.servers = {name: [server]}
+    for index, compute in computes(scenario, costs, seed):
+        holds = (cluster.resolve(env, topology, part, index)
+                 for part in (stages_.before, stages_.after, stages_.reply))
+        cluster.learners.append(learner(env, index, server, *holds, compute,
+                                        scenario.workload.sub_batch))
+    return cluster
+
+
+def build_with(server_of, name: str = "server"):
+    """The builder of learners that push and wait for the reply of one
+    server-like round (``server_of(env, weights, recorder, costs, learners)``)."""
+    def build(env, scenario, costs, weights, recorder, seed):
+        from ..components.server import ServerLearner
+
+        server = server_of(env, weights, recorder, costs, scenario.cluster.learners)
+        return wire(env, scenario, costs, seed, name, server, ServerLearner)
     return build
 
 

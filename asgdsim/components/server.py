@@ -117,7 +117,9 @@ class ServerLearner:
     ``before``, ``after`` and ``reply`` are its loop's stages (structure.py)
     resolved to links: reading and copying the sub-batch; copying the
     gradient out and pushing it through its node's port and the server's;
-    pulling the weights back and copying them to the GPU."""
+    pulling the weights back and copying them to the GPU. The other
+    learners of a server (local SGD's, Downpour's) hold the same and loop
+    their own way."""
 
     def __init__(self, env: simpy.Environment, index: int, server: AsyncServer | SyncServer,
                  before: Sequence[Hold], after: Sequence[Hold], reply: Sequence[Hold],
@@ -150,20 +152,15 @@ class ServerLearner:
             t_start = env.now
 
 
-class LocalLearner:
+class LocalLearner(ServerLearner):
     """A learner of ``local-sgd``: ``period`` steps on its own copy (each
     reading and copying its sub-batch), then its part of the round that
     averages every learner's weights, through ``server`` (a collective or
     the parameter server)."""
 
-    def __init__(self, env: simpy.Environment, index: int, server: SyncServer, period: int,
-                 before: Sequence[Hold], after: Sequence[Hold], reply: Sequence[Hold],
-                 compute: Iterator[float], sub_batch: int):
-        self.env, self.index, self.server, self.period = env, index, server, period
-        self.before, self.after, self.reply = before, after, reply
-        self.compute, self.sub_batch = compute, sub_batch
-        self.busy_s = 0.0
-        env.process(self.run())
+    def __init__(self, *args, period: int):
+        self.period = period
+        super().__init__(*args)
 
     def run(self) -> Generator:
         env, server, recorder = self.env, self.server, self.server.recorder
@@ -186,22 +183,16 @@ class LocalLearner:
                 yield from run_stages(env, self.reply)
 
 
-class DownpourLearner:
+class DownpourLearner(ServerLearner):
     """A learner of ``downpour``: ``n_push`` steps per pushed message (each
     gradient keeps the version it read), the weights fetched after every
     ``n_fetch`` steps. ``after`` runs before each push, ``reply`` after each
     fetch; a push does not wait for its update, a fetch waits for the
     updates queued before it."""
 
-    def __init__(self, env: simpy.Environment, index: int, server: AsyncServer,
-                 n_fetch: int, n_push: int, before: Sequence[Hold], after: Sequence[Hold],
-                 reply: Sequence[Hold], compute: Iterator[float], sub_batch: int):
-        self.env, self.index, self.server = env, index, server
+    def __init__(self, *args, n_fetch: int, n_push: int):
         self.n_fetch, self.n_push = n_fetch, n_push
-        self.before, self.after, self.reply = before, after, reply
-        self.compute, self.sub_batch = compute, sub_batch
-        self.busy_s = 0.0
-        env.process(self.run())
+        super().__init__(*args)
 
     def run(self) -> Generator:
         env, server, recorder = self.env, self.server, self.server.recorder

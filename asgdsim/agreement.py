@@ -121,7 +121,7 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
                                 "cv": round(float(np.exp(rng.uniform(np.log(0.01), np.log(0.3)))), 3)}
     ideal = rng.random() < 0.25
     timing["communication"] = "ideal" if ideal else "modelled"
-    keys, timing_keys, per_update = KINDS[kind].draw(rng, ideal)
+    keys, timing_keys, per_update = KINDS[kind].draw(rng, ideal, learners)
     timing.update(timing_keys)
 
     # run length: steps per learner from a few to thousands, within the budget
@@ -263,8 +263,8 @@ def report(table: pd.DataFrame, worst: int = 10) -> str:
     bad = table[~table["agrees"]].copy()
     if not bad.empty:
         bad["excess"] = bad[[f"{n}_err" for n in BOUNDS]].to_numpy().max(axis=1)
-        lines.append("  worst:")
-        for r in bad.sort_values("excess", ascending=False).head(worst).itertuples():
+        lines.append("  worst (those not labelled first):")
+        for r in bad.sort_values(["outside", "excess"], ascending=[True, False]).head(worst).itertuples():
             lines.append(
                 f"    {r.name}: {r.algorithm}, {r.learners} learners, {r.steps_per_learner:.0f} steps, "
                 f"{r.law}, {r.communication}{' (labelled outside)' if r.outside else ''}: "

@@ -765,9 +765,10 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
 
 
 def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
-                 period: int = 1) -> tuple[float, float, bool]:
+                 period: int = 1, k: int | None = None) -> tuple[float, float, bool]:
     """(first round, a later round, whether exact): from the weights published
-    (or time 0) to the next publication.
+    (or time 0) to the next publication. The round closes at its ``k``-th
+    gradient (all learners' by default; ``k-sync`` cancels the rest).
 
     A round of local SGD holds ``period`` steps of each learner, each after
     its own stages, walked in turn: with fixed steps exactly; with random
@@ -785,12 +786,13 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     the mixture of the learners' arrival laws, the exact E[max] for the last).
     """
     p = topo.learners
+    k = p if k is None else k
     # exact where the round's E[max] is: fixed steps, exponential ones, or
     # sums of steps whose law sums exactly (a gamma, by quadrature)
     exact = law.is_constant or _is_exponential(law) or (period > 1 and law.sums_exactly)
     if p > MAX_SKELETON_LEARNERS:
         return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
-                                  update_s)
+                                  update_s, k)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
     message = push.duration_s if push is not None else 0.0
     to_push = loop.after[:-1] if push is not None else loop.after
@@ -820,8 +822,8 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
             arrive = _expected_order_statistics(ready - early + after_s, law)
         # FIFO at the server's port, ties in the order the learners asked
         rank = np.lexsort((np.argsort(order), arrive)) if law.is_constant else np.argsort(ready)
-        queue = np.sort(arrive)
-        done = float(np.max(queue + (p - np.arange(p)) * message)) if message else float(queue[-1])
+        queue = np.sort(arrive)[:k]
+        done = float(np.max(queue + (k - np.arange(k)) * message)) if message else float(queue[-1])
         return done + update_s, rank
 
     first, order = one_round(before, np.arange(p))
@@ -834,7 +836,8 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     return first, rounds[-1], exact
 
 
-def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) -> tuple[float, float, bool]:
+def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
+                       k: int) -> tuple[float, float, bool]:
     """Many learners: the server's port sets the pace; messages leave and
     arrive one after another, the rest of the loop overlaps with them."""
     p = topo.learners
@@ -843,24 +846,24 @@ def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float) ->
     message = loop.demand_s("server_port_in") / shards
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
     ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") / shards + local
-    later = _push_queue(ready, law, message) + update_s
-    first = _push_queue(np.full(p, local), law, message) + update_s
+    later = _push_queue(ready, law, message, k) + update_s
+    first = _push_queue(np.full(p, local), law, message, k) + update_s
     return first, later, False
 
 
-def _push_queue(ready: np.ndarray, law: Law, message_s: float) -> float:
-    """When the server's port has taken every gradient: learner i is ready to
-    compute at ``ready[i]``; its gradient is at the port a step later; the
-    port serves them one at a time in arrival order, ``message_s`` each."""
-    p = len(ready)
+def _push_queue(ready: np.ndarray, law: Law, message_s: float, k: int) -> float:
+    """When the server's port has taken the first ``k`` gradients: learner i
+    is ready to compute at ``ready[i]``; its gradient is at the port a step
+    later; the port serves them one at a time in arrival order, ``message_s``
+    each."""
     if law.is_constant:
-        arrive = np.sort(ready + law.mean)
+        arrive = np.sort(ready + law.mean)[:k]
     else:
-        arrive = _expected_order_statistics(ready, law)
+        arrive = _expected_order_statistics(ready, law)[:k]
     if message_s == 0:
         return float(arrive[-1])
-    # FIFO single server: done at max_j (j-th arrival + (P - j + 1) messages)
-    return float(np.max(arrive + (p - np.arange(p)) * message_s))
+    # FIFO single server: done at max_j (j-th arrival + (k - j + 1) messages)
+    return float(np.max(arrive + (k - np.arange(k)) * message_s))
 
 
 def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:

@@ -198,6 +198,23 @@ class Law:
         upper = self.ppf(1 - 1e-12 / n) - base
         return base + integrate.quad(tail, 0.0, upper, limit=400)[0]
 
+    def expected_order(self, k: int, n: int) -> float:
+        """E[k-th smallest of n independent draws] (k = n: the max):
+        m (H_n - H_{n-k}) for exponentials, else the integral of
+        P(X_(k) > x) = 1 - I_F(x)(k, n - k + 1)."""
+        if k == n:
+            return self.expected_max(n)
+        if self.family is None:
+            return self.shift
+        base = self.shift + self.loc
+        if self.family == "expon":
+            return base + self.scale * (_harmonic(n) - _harmonic(n - k))
+        from scipy import integrate
+
+        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(base + x))  # noqa: E731
+        upper = self.ppf(1 - 1e-12 / n) - base
+        return base + integrate.quad(tail, 0.0, upper, limit=400)[0]
+
 
 def _standard_mean(family: str | None, shape: float) -> float:
     if family == "lognorm":

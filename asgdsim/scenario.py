@@ -248,6 +248,16 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _counts_within_learners(self) -> Scenario:
+        learners = self.cluster.learners
+        for key in getattr(type(self.algorithm), "at_most_learners", ()):
+            if getattr(self.algorithm, key) > learners:
+                raise KeyedError(f"algorithm.{key}",
+                                 f"expected at most the cluster's {learners} learners, "
+                                 f"got {getattr(self.algorithm, key)}")
+        return self
+
+    @model_validator(mode="after")
     def _layers_to_split(self) -> Scenario:
         if (self.cluster.learner_split == "layers" and self.cluster.gpus_per_learner > 1
                 and self.workload.model.graph is None):

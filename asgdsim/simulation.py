@@ -72,7 +72,11 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     gradients, updates = recorder.frames(cluster.node_of_learner)
     prediction = predict(scenario, costs)
     utilisation = cluster.utilisation(env.now)
+    # kinds that cancel steps (k-sync, k-batch-sync) count them on their server
+    cancelled = [part.cancelled for parts in cluster.servers.values() for part in parts
+                 if hasattr(part, "cancelled")]
     summary = summarize(scenario, gradients, updates, env.now, prediction, utilisation,
-                        wall_time_s=time.perf_counter() - started)
+                        wall_time_s=time.perf_counter() - started,
+                        cancelled_steps=sum(cancelled) if cancelled else None)
     return Result(scenario, seed, gradients, updates, prediction, costs, utilisation, summary,
                   recorder.nbytes)

@@ -86,7 +86,9 @@ def measured(gradients: pd.DataFrame, updates: pd.DataFrame,
 
 def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame,
               simulated_time_s: float, prediction: Prediction, utilisation: dict[str, float],
-              wall_time_s: float) -> dict:
+              wall_time_s: float, cancelled_steps: int | None = None) -> dict:
+    """The contract's summary; ``cancelled_steps`` for kinds that cancel
+    steps (never applied, so in no other figure)."""
     samples = int(updates["minibatch"].sum())
     first = first_measured_version(scenario, updates)
     kept_gradients, kept_updates = measured(gradients, updates, first)
@@ -102,6 +104,7 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
         "gradients": int(len(gradients)),
         "updates": int(len(updates)),
         "samples": samples,
+        **({} if cancelled_steps is None else {"cancelled_steps": int(cancelled_steps)}),
         "simulated_time_s": float(simulated_time_s),
         "epoch_time_s": (epoch := epoch_time(scenario, updates))[0],
         "epoch_time_basis": epoch[1],

@@ -23,7 +23,8 @@ def test_random_scenarios_span_every_axis():
     kinds = {d["algorithm"]["kind"] for d in data}
     computes = {d["timing"]["compute"] if isinstance(d["timing"]["compute"], str)
                 else d["timing"]["compute"]["distribution"] for d in data}
-    assert kinds == {"sprint", "async", "sync", "allreduce", "local-sgd", "downpour"}
+    assert kinds == {"sprint", "async", "sync", "allreduce", "local-sgd", "downpour", "softsync", "k-sync",
+                     "k-batch-sync", "k-async", "k-batch-async", "ssp"}
     assert computes >= {"table", "roofline", "deterministic", "exponential", "shifted-exponential",
                         "uniform", "gamma", "lognormal"}
     assert {d["timing"]["communication"] for d in data} == {"ideal", "modelled"}

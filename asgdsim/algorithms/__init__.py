@@ -15,7 +15,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from . import allreduce, downpour, local_sgd, server, sprint
+from . import allreduce, downpour, kasync, ksync, local_sgd, server, softsync, sprint, ssp
 from .kind import Kind
 
 __all__ = ["Algorithm", "KINDS", "Kind"]
@@ -28,6 +28,12 @@ KINDS: dict[str, Kind] = {
     "allreduce": allreduce.KIND,
     "local-sgd": local_sgd.KIND,
     "downpour": downpour.KIND,
+    "softsync": softsync.SOFTSYNC,
+    "k-sync": ksync.K_SYNC,
+    "k-batch-sync": ksync.K_BATCH_SYNC,
+    "k-async": kasync.KIND,
+    "k-batch-async": softsync.K_BATCH_ASYNC,
+    "ssp": ssp.KIND,
 }
 
 #: the ``algorithm:`` section: each kind with its own keys

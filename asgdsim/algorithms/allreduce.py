@@ -65,7 +65,7 @@ def predict(scenario, costs):
     return predict_rounds(scenario, costs, costs.collective_s)
 
 
-def draw(rng, ideal: bool):
+def draw(rng, ideal: bool, learners: int):
     keys = {"collective": str(rng.choice(["ring", "tree", "hierarchical"])),
             "overlap": float(rng.choice([0.0, 0.0, 0.5, 0.9]))}
     return keys, {}, lambda learners: learners

@@ -40,7 +40,7 @@ def predict(scenario, costs):
     return predict_downpour(scenario, costs)
 
 
-def draw(rng, ideal: bool):
+def draw(rng, ideal: bool, learners: int):
     keys = {"n_fetch": int(rng.choice([1, 1, 2, 3, 8])), "n_push": int(rng.choice([1, 1, 2, 4, 8])),
             **draw_shards(rng)}
     return keys, {}, lambda learners: 1

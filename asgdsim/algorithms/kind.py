@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Kind"]
+__all__ = ["Kind", "powers_of_two"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,16 @@ class Kind:
     predict: Callable[..., Any]
     #: (scenario, weights bytes) -> seconds a round spends after its slowest learner
     aggregate_s: Callable[..., float] | None = None
-    #: (rng, ideal communication) -> (its ``algorithm`` keys, the ``timing``
-    #: keys it needs, gradients per update as a function of the learners):
-    #: how the agreement suite draws a random scenario of this kind
+    #: (rng, ideal communication, learners) -> (its ``algorithm`` keys, the
+    #: ``timing`` keys it needs, gradients per update as a function of the
+    #: learners): how the agreement suite draws a random scenario of this kind
     draw: Callable[..., tuple[dict, dict, Callable[[int], int]]] | None = None
+    #: learners -> (the ``algorithm`` key that trades speed against mini-batch
+    #: or staleness, the values worth trying): ``plan`` searches it too
+    knob: Callable[[int], tuple[str, list[int]]] | None = None
+
+
+def powers_of_two(most: int) -> list[int]:
+    """1, 2, 4, ... up to ``most``, and ``most`` itself."""
+    out = [1 << i for i in range(most.bit_length()) if 1 << i <= most]
+    return out if out[-1] == most else out + [most]

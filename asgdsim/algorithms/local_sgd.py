@@ -56,7 +56,7 @@ def predict(scenario, costs):
     return predict_rounds(scenario, costs, _round_s(scenario, costs), scenario.algorithm.period)
 
 
-def draw(rng, ideal: bool):
+def draw(rng, ideal: bool, learners: int):
     period = int(rng.choice([1, 2, 4, 8, 16]))
     keys = {"period": period, "average": str(rng.choice(["allreduce", "server"]))}
     return keys, {}, lambda learners: learners * period

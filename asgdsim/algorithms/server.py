@@ -104,7 +104,22 @@ def predict_sync(scenario, costs):
 
 
 ASYNC = Kind(AsyncSpec, loop, build_with(_async_server), predict_async,
-             draw=lambda rng, ideal: ({}, {}, lambda learners: 1))
+             draw=lambda rng, ideal, learners: ({}, {}, lambda learners: 1))
+def busy_port(loop_, topology, per_update_s: float, pulls: float, pushes: float) -> str | None:
+    """Outside the closed form once either direction of the server's port is
+    a quarter busy with an update's ``pulls`` and ``pushes``: the kinds that
+    use this leave the queueing of a batch's messages out."""
+    from ..analytic import OUTSIDE
+
+    def busy(port: str, messages: float) -> float:
+        return messages * loop_.demand_s(port) / topology.instances(port) / per_update_s
+    most = max(busy("server_port_out", pulls), busy("server_port_in", pushes))
+    if most < 0.25:
+        return None
+    return (f"{OUTSIDE}: the server's port is {most:.0%} busy with an update's messages, "
+            "whose queueing is left out")
+
+
 def draw_shards(rng) -> dict:
     """Where a random scenario's server lives: mostly one shard, as users write."""
     servers = int(rng.choice([1, 1, 1, 2, 4]))
@@ -113,4 +128,4 @@ def draw_shards(rng) -> dict:
 
 
 SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync,
-            draw=lambda rng, ideal: (draw_shards(rng), {}, lambda learners: learners))
+            draw=lambda rng, ideal, learners: (draw_shards(rng), {}, lambda learners: learners))

@@ -52,7 +52,7 @@ def predict(scenario, costs):
     return predict_sprint(scenario, costs)
 
 
-def draw(rng, ideal: bool):
+def draw(rng, ideal: bool, learners: int):
     """A fixed cycle where communication is ideal (it needs one), sometimes otherwise."""
     timing = {}
     if ideal or rng.random() < 0.15:

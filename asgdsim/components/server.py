@@ -72,13 +72,16 @@ class AsyncServer:
 
 
 class SyncServer:
-    """The parameter server of ``sync``: one update per round of all learners."""
+    """The parameter server of ``sync``: one update per round of all
+    learners (of ``k-async``: of the first ``learners`` to push)."""
 
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
                  update_s: float, learners: int):
         self.env, self.weights, self.recorder = env, weights, recorder
         self.update_s, self.learners = update_s, learners
-        self.busy_s = 0.0
+        #: one update at a time: k-async's rounds may close while the last
+        #: round's update is still being applied
+        self.cpu = Link(env, "server_cpu")
         self.instant = False    # a round always waits for every learner
         self._rows: list[int] = []
         self._arrived = 0
@@ -105,9 +108,12 @@ class SyncServer:
         version = yield published
         return version
 
+    @property
+    def busy_s(self) -> float:
+        return self.cpu.busy_s
+
     def _update(self, rows: list[int], published: simpy.Event) -> Generator:
-        yield self.env.timeout(self.update_s)
-        self.busy_s += self.update_s
+        yield from self.cpu.transfer(self.update_s)
         published.succeed(self.weights.apply(rows))
 
 
@@ -130,12 +136,20 @@ class ServerLearner:
         self.busy_s = 0.0
         env.process(self.run())
 
+    #: ``ssp``'s clock (family.StalenessClock): each step waits for its leave
+    clock = None
+
     def run(self) -> Generator:
         env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
-        next_compute, index, sub_batch = self.compute.__next__, self.index, self.sub_batch
+        next_compute, index, sub_batch, clock = self.compute.__next__, self.index, self.sub_batch, self.clock
         timeout = env.timeout
-        version, t_start = 0, env.now
+        version, t_start, steps = 0, env.now, 0
         while True:
+            if clock is not None:
+                held = clock.may_start(steps)
+                if held is not None:
+                    yield held
+                steps += 1
             if before:
                 yield from run_stages(env, before)
             step = next_compute()
@@ -143,6 +157,8 @@ class ServerLearner:
             self.busy_s += step
             if after:
                 yield from run_stages(env, after)
+            if clock is not None:
+                clock.push(index)
             if server.instant:   # no event to wait for: skip the generator
                 version = server.apply(index, version, t_start, sub_batch)
             else:

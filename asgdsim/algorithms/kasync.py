@@ -1,0 +1,188 @@
+"""``k-async`` (Dutta et al., AISTATS 2018): the server updates with the
+first K gradients from distinct learners. A learner that has pushed waits
+for that update; then those K take the new weights, while the others go on
+with the steps they began on older ones.
+
+It runs on ``sync``'s server with a round of K instead of L: a learner that
+pushed is held until the round has K, and a learner still computing when a
+round closes joins the next one. K = 1 is ``async``, on its components;
+K = L is ``sync``, and its closed form is sync's.
+
+Closed form, with ideal communication:
+
+- exponential steps: after each update every learner is computing (the K
+  released restart, the others are memoryless), so an update takes the
+  K-th of L exponentials, m (H_L - H_{L-K}) (Dutta et al. Thm 5), and the K
+  it applies are a uniform K-subset of the learners: a gradient waits a
+  geometric number of updates, P(S = s) = p (1 - p)^s, p = K / L, mean
+  L / K - 1; update u's gradients cannot be older than version 0, so a run
+  of U updates mixes the laws truncated at u - 1;
+- fixed steps: the learners keep in step. Every period of one step,
+  b = floor(L / K) updates apply the L - r pushes of the period and the r
+  = L mod K left over wait at the head of the next period's queue; the
+  staleness of each place in the queue follows from the order of release
+  (``_fixed_schedule``);
+- other step laws, and modelled communication (the step then being
+  ``async``'s cycle with one update per K gradients): the exponential
+  formulas at the law's mean, an approximation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from ..specs import Count, _Spec
+from .kind import Kind, powers_of_two
+from .server import ASYNC, SYNC, build_with, busy_port, loop, predict_async
+
+
+#: steps steadier than this keep near the fixed-step schedule for a while
+STEADY_CV = 0.3
+
+
+class Spec(_Spec):
+    kind: Literal["k-async"]
+    #: an update applies the first k gradients from distinct learners
+    k: Count
+    at_most_learners: ClassVar[tuple[str, ...]] = ("k",)
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..components.server import SyncServer
+
+    if scenario.algorithm.k == 1:
+        return ASYNC.build(env, scenario, costs, weights, recorder, seed)
+
+    def first_k(env, weights, recorder, costs, learners):
+        return SyncServer(env, weights, recorder, costs.server_update_s, scenario.algorithm.k)
+    return build_with(first_k)(env, scenario, costs, weights, recorder, seed)
+
+
+def _truncated_geometric(p: float, updates: int):
+    """Staleness over a run of ``updates`` updates: update u's gradients
+    geometric(p) truncated at u - 1 (none read before version 0)."""
+    from ..pmf import Pmf
+
+    q = 1.0 - p
+    top = min(updates, math.ceil(math.log(1e-13) / math.log(q)) + 2 if q > 0 else 1)
+    s = np.arange(top)
+    # sum over u of [s < u - 1] p q^s + [s = u - 1] q^s, then / updates
+    probs = (np.maximum(updates - s - 1, 0) * p + 1.0) * q ** s / updates
+    return Pmf.from_probs(0, probs)
+
+
+def predict(scenario, costs):
+    from ..analytic import OUTSIDE, Run, _ideal, _is_exponential, _outside
+    from ..structure import loop_of, topology_of
+    from ..pmf import Pmf
+
+    k, run, law = scenario.algorithm.k, Run.of(scenario), costs.compute
+    L = scenario.cluster.learners
+    if k == 1:
+        return predict_async(scenario, costs)
+    if k == L:
+        return SYNC.predict(scenario, costs)     # every learner each round: sync
+    base = predict_async(scenario, replace(costs, server_update_s=costs.server_update_s / k))
+    exact = _ideal(scenario) and (_is_exponential(law) or law.is_constant)
+    n = run.target_gradients
+    fixed = law.is_constant and _ideal(scenario)
+    # fixed steps: floor(L / K) updates each step; else m (H_L - H_{L-K})
+    loop_ = loop_of(scenario, costs)
+    # with modelled communication a step is its stages too, and the
+    # server's port may set the pace instead, as in async
+    step = law.mean + (0.0 if _ideal(scenario) else loop_.overhead_s)
+    lockstep = step / (L // k)
+    poisson = max(step * sum(1.0 / (L - i) for i in range(k)), k * base.t_update_s)
+    per_update = lockstep if fixed else poisson
+    outside = None
+    if not fixed and law.cv < STEADY_CV and abs(poisson / lockstep - 1) > 0.05:
+        outside = (f"{OUTSIDE}: steps this steady (cv {law.cv:.2g}) keep the learners near "
+                   f"the fixed-step schedule ({lockstep:.3g} s an update) for about "
+                   f"1 / (4 cv^2) steps before they drift to random order "
+                   f"({poisson:.3g} s), and the closed form has no law for the drift")
+    if not _ideal(scenario):
+        outside = outside or busy_port(loop_, topology_of(scenario), per_update, k, k)
+    updates = math.ceil(n / k) if n != math.inf else run.updates
+    if run.time_s is not None:
+        by_time = math.floor(run.time_s / per_update)
+        updates = by_time if updates is None else min(updates, by_time)
+    updates = max(updates, 1)
+    if fixed:
+        t_last = law.mean * math.ceil(updates / (L // k))
+        staleness = _fixed_staleness(L, k, updates)
+    else:
+        t_last = updates * per_update
+        staleness = _truncated_geometric(k / L, updates)
+    how = ("fixed steps: b = floor(L / K) updates a step, their schedule" if fixed
+           else "m (H_L - H_{L-K}) per update")
+    return replace(
+        base, t_update_s=per_update, bound="first K learners",
+        epoch_time_s=run.epoch_time(t_last, updates * k),
+        steady_throughput_samples_per_s=k * scenario.workload.sub_batch / per_update,
+        staleness=staleness, gradients_per_update=Pmf.point(k),
+        laws={"epoch_time": ("exact: " if exact else "approximation: ") + how
+              + ("" if exact else " at the mean of the step"
+                 + ("" if _ideal(scenario) else
+                    " and its stages, or async's pace at the server if slower")),
+              "staleness": ("exact: " if exact else "approximation: ")
+              + ("the schedule's" if fixed
+                 else "geometric, p = K / L, truncated at the updates before"),
+              "minibatch": "exact: K gradients per update",
+              **_outside(base.outside_assumptions, outside)},
+        gradients=updates * k, updates=updates)
+
+
+def _fixed_staleness(learners: int, k: int, updates: int):
+    """Fixed steps and ideal communication: the staleness of a run of
+    ``updates`` updates, walked period by period. Each period's pushes come
+    at one instant and queue: the ones left over from the last period
+    first, then the released in order of release; every K of them make an
+    update. Once a period repeats the last (the queue's order and each
+    learner's lag), the rest of the run repeats it."""
+    from ..pmf import Pmf
+
+    version, counts = 0, np.zeros(1)
+    reads = np.zeros(learners, dtype=np.int64)          # the version each learner read
+    queue = list(range(learners))                        # first period: all, in order
+    seen: dict = {}
+    applied = 0
+    while applied < updates:
+        batches, released, this = len(queue) // k, [], np.zeros(1)
+        for j in range(min(batches, updates - applied)):
+            batch = queue[j * k:(j + 1) * k]
+            version += 1
+            this = _add(this, np.bincount(version - reads[batch] - 1))
+            reads[batch] = version
+            released.extend(batch)
+        applied += min(batches, updates - applied)
+        counts = _add(counts, this)
+        queue = queue[batches * k:] + released
+        key = (tuple(queue), tuple(reads - version))
+        if key in seen:                                  # periodic from here on
+            first, counts_then = seen[key]
+            cycle_updates, cycle_counts = applied - first, _add(counts, -counts_then)
+            repeats = (updates - applied) // cycle_updates
+            counts = _add(counts, repeats * cycle_counts)
+            applied += repeats * cycle_updates
+            seen = {}
+        else:
+            seen[key] = (applied, counts.copy())
+    return Pmf.from_probs(0, counts)
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    size = max(len(a), len(b))
+    return np.pad(a, (0, size - len(a))) + np.pad(b, (0, size - len(b)))
+
+
+def draw(rng, ideal: bool, learners: int):
+    k = max(1, round(learners * float(rng.choice([0.0625, 0.125, 0.25, 0.5, 0.75, 1.0]))))
+    return {"k": k}, {}, lambda learners: k
+
+
+KIND = Kind(Spec, loop, build, predict, draw=draw,
+            knob=lambda learners: ("k", powers_of_two(learners)))

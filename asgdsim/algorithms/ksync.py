@@ -1,0 +1,196 @@
+"""``k-sync`` and ``k-batch-sync`` (Dutta et al., AISTATS 2018): synchronous
+rounds that close at their K-th gradient and cancel the rest.
+
+- ``k-sync``: each round the server waits for the first K of the L
+  learners, cancels the others' steps, and all restart from the new weights.
+- ``k-batch-sync``: each round waits for the first K gradients from any
+  learners; a learner that finishes pushes and starts another step on the
+  same weights; at the K-th all steps in progress are cancelled.
+
+Every gradient is computed on the round's weights (staleness 0) and every
+update applies K (mini-batch K x sub-batch). A round is its K-th gradient's
+time, then the update. With ideal communication:
+
+- K-sync: E[X_(K:L)], the K-th order statistic of L steps, exact for any
+  step law (m (H_L - H_{L-K}) for exponential steps, Dutta et al. Thm 3);
+- K-batch-sync: the K-th event of L renewal processes started together:
+  K m / L for exponential steps (their superposition is Poisson, Dutta et
+  al. Thm 4), ceil(K / L) m for fixed steps, and for any other law the
+  integral of P(N(t) < K), N(t) the sum of L independent renewal counts
+  (P(N_1(t) >= j) = F_j(t), the law of j steps summed).
+
+With modelled communication a round is walked as ``sync``'s is (pulls,
+reads, then the first K arrivals queued at the server's port). A learner
+whose pull ends after the next round closed pulls again (its step counts as
+cancelled); the closed form leaves such pulls out, so a server port a
+quarter busy with a round's messages is labelled outside its assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from ..specs import Count, _Spec
+from .kind import Kind, powers_of_two
+from .server import busy_port, loop, wire
+
+
+class KSyncSpec(_Spec):
+    kind: Literal["k-sync"]
+    #: the round closes when the first k learners have pushed
+    k: Count
+    at_most_learners: ClassVar[tuple[str, ...]] = ("k",)
+
+
+class KBatchSyncSpec(_Spec):
+    kind: Literal["k-batch-sync"]
+    #: the round closes at its k-th gradient, from any learners
+    k: Count
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..components.family import CancellingRound, RoundLearner
+
+    rounds = CancellingRound(env, weights, recorder, costs.server_update_s, scenario.algorithm.k)
+    learner = partial(RoundLearner, again=scenario.algorithm.kind == "k-batch-sync")
+    return wire(env, scenario, costs, seed, "server", rounds, learner)
+
+
+def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
+    """(E[time of the k-th event of ``learners`` renewal processes of steps
+    ~ ``law`` started together at 0], whether exact)."""
+    from ..analytic import _is_exponential
+
+    if law.is_constant:
+        return math.ceil(k / learners) * law.mean, True
+    if _is_exponential(law):
+        return k * law.mean / learners, True
+    # P(N(t) < k) on a grid: each learner's count law from F_j, the L-fold
+    # sum by FFT, truncated at k
+    rounds = math.ceil(k / learners)
+    most = rounds + 8 + int(6 * math.sqrt(rounds))
+    upper = law.sum_of(rounds).ppf(1 - 1e-12 / learners)
+    grid = np.linspace(0.0, upper, 1025)
+    at_least = np.stack([np.ones_like(grid)] + [law.sum_of(j).cdf(grid) for j in range(1, most + 1)])
+    one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T          # (grid, counts 0..most-1)
+    one = np.pad(one, ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
+    below = np.clip(_power_below(one, learners, k).sum(axis=1), 0.0, 1.0)
+    return float(np.trapezoid(below, grid)), law.sums_exactly
+
+
+def _kth_event_staggered(law, ready: np.ndarray, k: int) -> float:
+    """When the expected count of events reaches k - 1/2: learner i's
+    renewal process of steps ~ ``law`` starts at ``ready[i]``, and E[N_i(t)]
+    = sum over j of F_j(t - ready[i])."""
+    hi = ready.min() + law.sum_of(k).ppf(0.999) if k > 1 else ready.max() + law.ppf(0.999)
+    grid = np.linspace(ready.min(), hi, 2049)
+    since = np.subtract.outer(grid, ready)                 # (grid, learners)
+    count = np.zeros(len(grid))
+    for j in range(1, k + 1):
+        at_least = law.sum_of(j).cdf(since).sum(axis=1)
+        count += at_least
+        if at_least[-1] < 1e-9:
+            break
+    return float(np.interp(k - 0.5, count, grid))
+
+
+def _power_below(pmf: np.ndarray, times: int, k: int) -> np.ndarray:
+    """The law of the sum of ``times`` independent counts of law ``pmf``
+    (each row its own), below k: by squaring, cut at k after each product."""
+    size = 1 << int(math.ceil(math.log2(2 * k)))
+
+    def times_(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:, :k]
+
+    result, square = None, pmf
+    while times:
+        if times & 1:
+            result = square if result is None else times_(result, square)
+        times >>= 1
+        if times:
+            square = times_(square, square)
+    return result
+
+
+def predict(scenario, costs):
+    from ..analytic import Prediction, Run, _ideal, _outside, _sync_rounds
+    from ..pmf import Pmf
+    from ..structure import loop_of, topology_of
+
+    algorithm, law, run = scenario.algorithm, costs.compute, Run.of(scenario)
+    topo, loop_ = topology_of(scenario), loop_of(scenario, costs)
+    L, k, update_s = topo.learners, algorithm.k, costs.server_update_s
+    batch = algorithm.kind == "k-batch-sync"
+    outside = None
+    if _ideal(scenario):
+        if batch:
+            step, exact = kth_event_mean(law, L, k)
+            how = "the K-th event of L renewal processes started together"
+        else:
+            step, exact = law.expected_order(k, L), True
+            how = "E[K-th of L steps]"
+        first = steady = step + update_s
+        epoch_law = f"{'exact' if exact else 'approximation'}: rounds of {how}" + (
+            "" if exact else f" (the sums of {law.name} steps as gammas of their moments)")
+    elif batch:
+        # each learner's steps repeat its reads and push; the pulls that
+        # start a round are walked as sync's
+        # each learner's steps repeat its reads and push; the weights leave
+        # the server's port one learner after another, so learner i starts
+        # i pulls late; unless the server's port sets the pace: the K
+        # pushes one after another, after the first learner's pull and step
+        cycle = law.plus(sum(st.duration_s for st in loop_.before + loop_.after))
+        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+        to_port = loop_.demand_s("server_port_in") / topo.instances("server_port_in")
+        reply = sum(st.duration_s for st in loop_.reply)
+        first = max(kth_event_mean(cycle, L, k)[0], law.mean + k * to_port) + update_s
+        ready = reply - out + out * np.arange(1, L + 1)
+        steady = max(_kth_event_staggered(cycle, ready, k), reply + law.mean + k * to_port) + update_s
+        epoch_law = ("approximation: the K-th event of L renewal processes of a step and its "
+                     "stages, each started after its turn at the server's port for the weights "
+                     "(the mean count reaching K - 1/2), or the K pushes through the server's "
+                     "port if slower")
+    else:
+        first, steady, _ = _sync_rounds(topo, loop_, law, update_s, 1, k)
+        epoch_law = ("approximation: the round's schedule with each learner's arrival at its "
+                     "expected order statistic, the first K queued at the server's port")
+    if not _ideal(scenario):
+        # the server's port cannot send every learner the weights within a
+        # round: it is never idle, and a round's first pull waits out the
+        # one under way when it publishes (half a pull on average)
+        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+        if L * out >= steady:
+            steady += out / 2
+            epoch_law += "; the server's port always busy with pulls, half a pull more a round"
+    n = run.target_gradients
+    rounds = math.ceil(n / k) if n != math.inf else (run.updates or None)
+    if rounds is None or run.time_s is not None:
+        by_time = 0 if run.time_s < first else 1 + math.floor((run.time_s - first) / steady)
+        rounds = by_time if rounds is None else min(rounds, by_time)
+    rounds = max(rounds, 1)
+    t_last = first + (rounds - 1) * steady
+    return Prediction(
+        scenario=scenario, t_gpu_s=law.mean + loop_.overhead_s, t_update_s=steady,
+        bound="first K gradients", epoch_time_s=run.epoch_time(t_last, rounds * k),
+        steady_throughput_samples_per_s=k * scenario.workload.sub_batch / steady,
+        staleness=Pmf.point(0), gradients_per_update=Pmf.point(k),
+        laws={"epoch_time": epoch_law, "staleness": "exact: 0, every gradient on its round's weights",
+              "minibatch": "exact: K gradients per round", **_outside(outside)},
+        gradients=rounds * k, updates=rounds)
+
+
+def draw(rng, ideal: bool, learners: int, batch: bool = False):
+    # K as users choose it: a share of the learners (k-batch-sync: up to twice them)
+    shares = [0.0625, 0.125, 0.25, 0.5, 0.75, 1.0] + ([2.0] if batch else [])
+    k = max(1, round(learners * float(rng.choice(shares))))
+    return {"k": k}, {}, lambda learners: k
+
+
+K_SYNC = Kind(KSyncSpec, loop, build, predict, draw=draw,
+              knob=lambda learners: ("k", powers_of_two(learners)))
+K_BATCH_SYNC = Kind(KBatchSyncSpec, loop, build, predict, draw=partial(draw, batch=True),
+                    knob=lambda learners: ("k", powers_of_two(4 * learners)))

@@ -1,0 +1,132 @@
+"""``softsync`` (Rudra's n-softsync, Zhang, Gupta et al. 2016) and
+``k-batch-async`` (Dutta et al. 2018): the server applies an update each
+time it holds c gradients, from any learners (c = max(1, floor(L / n)) for
+n-softsync, K for K-batch-async). A learner never waits: after each push it
+takes the newest weights, including the update its push completed, and goes
+on. With c = 1 both are ``async``, and run on its components.
+
+The closed form rests on one observation. The gradients arrive exactly as
+in ``async`` (the learners never wait for a batch; the update's CPU time is
+spread over the c pushes of its batch). A gradient pushed as the j-th of
+the run, whose learner pushed before as the (j - A - 1)-th, so that A
+others arrived in between (``async``'s staleness), read the version of
+floor((j - A - 1) / c) updates and is applied by update ceil(j / c): its
+staleness is floor((r + A) / c), r = (j - A - 1) mod c. In steady state r
+is uniform on 0..c-1 and independent of A (the pushes' count modulo c is a
+doubly stochastic chain), so E = E[A] / c: Zhang et al.'s "about n" is
+(L - 1) / c.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from ..specs import Count, _Spec
+from .kind import Kind, powers_of_two
+from .server import ASYNC, loop, predict_async, wire
+
+
+class SoftsyncSpec(_Spec):
+    kind: Literal["softsync"]
+    #: the server applies an update every max(1, floor(L / n)) gradients
+    n: Count
+    at_most_learners: ClassVar[tuple[str, ...]] = ("n",)
+
+
+class KBatchAsyncSpec(_Spec):
+    kind: Literal["k-batch-async"]
+    #: the server applies an update every k gradients, from any learners
+    k: Count
+
+
+def batch_of(scenario) -> int:
+    """Gradients per update."""
+    algorithm = scenario.algorithm
+    if algorithm.kind == "softsync":
+        return max(1, scenario.cluster.learners // algorithm.n)
+    return algorithm.k
+
+
+def build(env, scenario, costs, weights, recorder, seed):
+    from ..components.family import BatchServer
+    from ..components.server import ServerLearner
+
+    batch = batch_of(scenario)
+    if batch == 1:
+        return ASYNC.build(env, scenario, costs, weights, recorder, seed)
+    server = BatchServer(env, weights, recorder, costs.server_update_s, batch)
+    return wire(env, scenario, costs, seed, "server", server, ServerLearner)
+
+
+def predict(scenario, costs):
+    from ..analytic import Run
+    from ..pmf import Pmf
+
+    c = batch_of(scenario)
+    if c == 1:
+        return predict_async(scenario, costs)
+    run = Run.of(scenario)
+    # the run ends with the update that completes the c-th of a batch
+    target = run.target_gradients
+    stop = scenario.stop
+    if target != math.inf:
+        stop = stop.model_copy(update={"epochs": None, "gradients": c * math.ceil(target / c)})
+    elif stop.updates:
+        stop = stop.model_copy(update={"updates": c * stop.updates})
+    gradients_run = scenario.model_copy(update={"stop": stop})
+    # the update's CPU time, spread over the c pushes of its batch
+    base = predict_async(gradients_run, replace(costs, server_update_s=costs.server_update_s / c))
+    gradients = base.gradients
+    if target == math.inf:
+        gradients = c * math.floor(gradients / c)
+    t_last = base.epoch_time_s * base.gradients * scenario.workload.sub_batch \
+        / scenario.workload.dataset_samples
+    staleness = batched_staleness(base.staleness, c)
+    exact = base.laws["staleness"].startswith("exact") and costs.server_update_s == 0
+    laws = {
+        "minibatch": f"exact: {c} gradients per update",
+        "epoch_time": base.laws["epoch_time"] + " (async's arrivals: nobody waits for a batch)",
+        "staleness": (("exact: " if exact else "approximation: ")
+                      + f"floor((r + A) / {c}), A async's staleness, r uniform on 0..{c - 1}"
+                      + ("" if exact else "; " + base.laws["staleness"].split(": ", 1)[-1])),
+    }
+    if costs.server_update_s and not base.outside_assumptions:
+        laws["epoch_time"] += "; the pusher that completes a batch waits for its update, " \
+                              "counted as 1/c of an update per push"
+    if base.outside_assumptions:
+        laws["assumptions"] = base.outside_assumptions
+    return replace(base, scenario=scenario, t_update_s=c * base.t_update_s,
+                   epoch_time_s=run.epoch_time(t_last, gradients),
+                   staleness=staleness, gradients_per_update=Pmf.point(c), laws=laws,
+                   gradients=gradients, updates=gradients / c)
+
+
+def batched_staleness(arrivals, c: int):
+    """The law of floor((r + A) / c), A ~ ``arrivals``, r uniform on 0..c-1."""
+    from ..pmf import Pmf
+
+    values = arrivals.values
+    out = np.zeros((values[-1] + c - 1) // c + 1)
+    for r in range(c):
+        np.add.at(out, (values + r) // c, arrivals.probs / c)
+    return Pmf.from_probs(0, out)
+
+
+def draw_softsync(rng, ideal: bool, learners: int):
+    n = min(learners, int(rng.choice([1, 2, 4, 8, 16, 64])))
+    return {"n": n}, {}, lambda learners: max(1, learners // n)
+
+
+def draw_k_batch(rng, ideal: bool, learners: int):
+    k = max(1, round(learners * float(rng.choice([0.125, 0.25, 0.5, 1, 2]))))
+    return {"k": k}, {}, lambda learners: k
+
+
+SOFTSYNC = Kind(SoftsyncSpec, loop, build, predict, draw=draw_softsync,
+                knob=lambda learners: ("n", powers_of_two(learners)))
+K_BATCH_ASYNC = Kind(KBatchAsyncSpec, loop, build, predict, draw=draw_k_batch,
+                     knob=lambda learners: ("k", powers_of_two(4 * learners)))

@@ -1,0 +1,215 @@
+"""The asynchronous family between ``sync`` and ``async``: servers that
+apply a batch of K gradients, rounds that cancel the steps they no longer
+need, and the clock of stale synchronous parallel.
+
+- :class:`BatchServer` (``softsync``, ``k-batch-async``) applies an update
+  each time it holds ``batch`` gradients, from any learners. Nobody waits
+  for it but the learner whose push completes a batch: every pusher takes
+  the newest weights, including the update its own push completed.
+- ``k-async`` needs nothing new: a :class:`~.server.SyncServer` whose round
+  is the first K learners to push applies the first K gradients from
+  distinct learners; they wait for its update, the others go on with their
+  steps and join the next round.
+- :class:`CancellingRound` (``k-sync``, ``k-batch-sync``) closes a round at
+  its K-th gradient: steps still computing stop there, gradients still on
+  their way are dropped (both counted in ``cancelled``, never applied), and
+  after the update every learner restarts from the new weights
+  (:class:`RoundLearner`).
+- :class:`StalenessClock` (``ssp``) holds a learner back from its step i
+  until every learner has pushed i - s gradients.
+
+A link already reserved cannot be given back (``link.py``), so a step is
+cancelled while it computes, or dropped on arrival: a transfer that began
+runs to its end.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Generator
+
+import simpy
+
+from ..recorder import Recorder
+from .link import Link, run_stages, transfer_over
+from .server import ServerLearner
+from .weights import Weights
+
+__all__ = ["BatchServer", "CancellingRound", "RoundLearner", "StalenessClock"]
+
+
+class BatchServer:
+    """Applies an update each time it holds ``batch`` gradients."""
+
+    def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
+                 update_s: float, batch: int):
+        self.env, self.weights, self.recorder = env, weights, recorder
+        self.update_s, self.batch = update_s, batch
+        self.cpu = Link(env, "server_cpu")
+        #: with no update time nobody waits: learners call ``apply`` directly
+        self.instant = update_s == 0
+        self._rows: list[int] = []
+
+    @property
+    def busy_s(self) -> float:
+        return self.cpu.busy_s
+
+    def _held(self, learner: int, version_read: int, t_start: float, samples: int) -> list[int] | None:
+        """Hold one gradient; the batch it completes, if it does."""
+        self._rows.append(self.recorder.gradient(learner, version_read, t_start, self.env.now, samples))
+        if len(self._rows) < self.batch:
+            return None
+        rows, self._rows = self._rows, []
+        return rows
+
+    def apply(self, learner: int, version_read: int, t_start: float, samples: int) -> int:
+        rows = self._held(learner, version_read, t_start, samples)
+        return self.weights.version if rows is None else self.weights.apply(rows)
+
+    def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
+        """The newest weights; the pusher that completes a batch waits for its update."""
+        rows = self._held(learner, version_read, t_start, samples)
+        if rows is None:
+            return self.weights.version
+        yield from self.cpu.transfer(self.update_s)
+        return self.weights.apply(rows)
+
+
+class CancellingRound:
+    """The rounds of ``k-sync`` and ``k-batch-sync``: a round closes at its
+    ``k``-th gradient; the update is published ``update_s`` later."""
+
+    def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
+                 update_s: float, k: int):
+        self.env, self.weights, self.recorder = env, weights, recorder
+        self.update_s, self.k = update_s, k
+        self.busy_s = 0.0
+        #: steps cancelled or dropped: never applied
+        self.cancelled = 0
+        self._rows: list[int] = []
+        #: the server's port, taken in turn by pushes that a closing round can
+        #: still stop (a Link's transfers, once asked for, cannot be)
+        self.port = simpy.Resource(env, capacity=1)
+        self.closed = env.event()       # this round has its k gradients
+        self.published = env.event()    # ... and its update is applied: the version
+
+    def arrive(self, closed: simpy.Event, row_of) -> None:
+        """A gradient of the round ``closed`` reaches the server: held, or
+        dropped if that round has closed. ``row_of()`` records it."""
+        if closed.triggered:
+            self.cancelled += 1
+            return
+        self._rows.append(row_of())
+        if len(self._rows) == self.k:
+            rows, self._rows = self._rows, []
+            closed.succeed()
+            self.env.process(self._update(rows))
+
+    def _update(self, rows: list[int]) -> Generator:
+        if self.update_s:
+            yield self.env.timeout(self.update_s)
+            self.busy_s += self.update_s
+        published = self.published
+        self.closed, self.published = self.env.event(), self.env.event()
+        published.succeed(self.weights.apply(rows))
+
+
+class RoundLearner(ServerLearner):
+    """A learner of ``k-sync`` (``again`` False: one step per round) or
+    ``k-batch-sync`` (``again`` True: after each push another step on the
+    same weights, until the round closes)."""
+
+    def __init__(self, *args, again: bool):
+        self.again = again
+        super().__init__(*args)
+
+    def _push(self, closed: simpy.Event) -> Generator:
+        """The stages up to the server; a push still queued for the server's
+        port when its round closes is not sent. True if it was."""
+        for links, duration in self.after:
+            if links[0].name.startswith("server_port_in"):
+                with self.server.port.request() as turn:
+                    if closed in (yield turn | closed):
+                        return False
+                    yield from transfer_over(self.env, links, duration)
+            else:
+                yield from run_stages(self.env, ((links, duration),))
+        return True
+
+    def run(self) -> Generator:
+        env, rounds, recorder = self.env, self.server, self.server.recorder
+        index, sub_batch = self.index, self.sub_batch
+        version = 0
+        while True:
+            closed, published = rounds.closed, rounds.published
+            t_start = env.now
+            while True:
+                if self.before:
+                    yield from run_stages(env, self.before)
+                if closed.triggered:
+                    rounds.cancelled += 1
+                    break
+                began, step = env.now, next(self.compute)
+                yield env.timeout(step) | closed
+                if closed.triggered and env.now < began + step:
+                    self.busy_s += env.now - began
+                    rounds.cancelled += 1
+                    break
+                self.busy_s += step
+                if self.after and not (yield from self._push(closed)):
+                    rounds.cancelled += 1      # the round closed while it queued
+                    break
+                end = env.now
+                rounds.arrive(closed, lambda: recorder.gradient(index, version, t_start, end, sub_batch))
+                if not self.again or closed.triggered:
+                    break
+                t_start = env.now
+            version = yield published
+            while self.reply:
+                # the server sends the weights it holds when the transfer
+                # starts, so a pull queued behind later rounds gets theirs
+                links = self.reply[0][0]
+                start = max(env.now, *(link.free_at for link in links))
+                yield from run_stages(env, self.reply)
+                version = max(version, bisect_right(recorder.update_t, start))
+                if rounds.weights.version == version:
+                    break
+                # a round closed while the weights were on their way: the
+                # step they were for is cancelled; pull the newest
+                rounds.cancelled += 1
+
+
+class StalenessClock:
+    """How many gradients each learner has pushed, and the events of learners
+    held back until the slowest has pushed enough."""
+
+    def __init__(self, env: simpy.Environment, learners: int, bound: int):
+        self.env, self.bound = env, bound
+        self.pushed = [0] * learners
+        self.slowest = 0                     # min of pushed
+        self._at_slowest = learners          # learners whose count is the min
+        self._waiting: dict[int, simpy.Event] = {}
+
+    def may_start(self, step: int) -> simpy.Event | None:
+        """None if step ``step`` (from 0) may start now, else the event that
+        lets it: every learner has pushed at least step - bound gradients."""
+        need = step - self.bound
+        if self.slowest >= need:
+            return None
+        if need not in self._waiting:
+            self._waiting[need] = self.env.event()
+        return self._waiting[need]
+
+    def push(self, learner: int) -> None:
+        count = self.pushed[learner]
+        self.pushed[learner] = count + 1
+        if count != self.slowest:
+            return
+        self._at_slowest -= 1
+        if self._at_slowest:
+            return
+        self.slowest += 1
+        self._at_slowest = self.pushed.count(self.slowest)
+        released = self._waiting.pop(self.slowest, None)
+        if released is not None:
+            released.succeed()

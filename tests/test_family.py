@@ -1,0 +1,270 @@
+"""The asynchronous family between sync and async: softsync, k-sync,
+k-batch-sync, k-async, k-batch-async and ssp (asgdsim/algorithms/).
+
+Timelines by hand on tiny clusters with fixed steps; seeded runs against
+the exact laws with tolerances from the sample (z standard errors, batch
+means where values are correlated); the special cases against the kinds
+they generalise; SSP's bound checked at every step.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from asgdsim import predict, simulate
+from asgdsim.algorithms.softsync import batched_staleness
+from asgdsim.pmf import Pmf
+from asgdsim.scenario import ScenarioError
+
+from conftest import batch_means_se, check_pmf, make
+
+EXP = {"distribution": "exponential", "mean": 1.0}
+FIXED = {"distribution": "deterministic", "mean": 0.01}
+Z = 4.0
+
+
+def kind(algorithm: dict, learners: int = 4, compute=FIXED, **overrides):
+    return make(cluster__gpus_per_node=learners, algorithm=algorithm, timing__compute=compute,
+                **overrides)
+
+
+def harmonic(n: int) -> float:
+    return math.fsum(1.0 / i for i in range(1, n + 1))
+
+
+# -- timelines by hand -----------------------------------------------------------------------
+
+def test_softsync_timeline_by_hand():
+    # 4 learners, n = 2: an update every 2 gradients. At 10 ms all push in
+    # order: 0 holds (takes version 0), 1 completes update 1 (takes 1), 2
+    # holds (takes 1), 3 completes update 2 (takes 2); at 20 ms the same
+    # order: updates 3 (learners 0, 1) and 4 (2, 3)
+    res = simulate(kind({"kind": "softsync", "n": 2}, stop__updates=4))
+    u, g = res.updates, res.gradients
+    assert u["t"].tolist() == pytest.approx([0.01, 0.01, 0.02, 0.02])
+    assert u["minibatch"].tolist() == [2, 2, 2, 2]
+    second = g[g["version_applied"] >= 3].sort_values("learner")
+    assert second["version_read"].tolist() == [0, 1, 1, 2]
+    assert second["staleness"].tolist() == [2, 1, 2, 1]
+
+
+def test_k_sync_timeline_by_hand():
+    # 3 learners, K = 2: at every 10 ms the first two close the round, the
+    # third's gradient is dropped; all restart on the new weights
+    res = simulate(kind({"kind": "k-sync", "k": 2}, learners=3, stop__updates=5))
+    assert res.updates["t"].tolist() == pytest.approx([0.01, 0.02, 0.03, 0.04, 0.05])
+    assert res.updates["minibatch"].tolist() == [2] * 5
+    assert res.gradients["learner"].tolist() == [0, 1] * 5
+    assert (res.gradients["staleness"] == 0).all()
+    assert res.summary["cancelled_steps"] == 5
+
+
+def test_k_batch_sync_timeline_by_hand():
+    # 2 learners, K = 3: at 10 ms both push and start again on the same
+    # weights; at 20 ms learner 0's third gradient closes the round and
+    # learner 1's is dropped
+    res = simulate(kind({"kind": "k-batch-sync", "k": 3}, learners=2, stop__updates=3))
+    u, g = res.updates, res.gradients
+    assert u["t"].tolist() == pytest.approx([0.02, 0.04, 0.06])
+    assert g["learner"].tolist()[:3] == [0, 1, 0]
+    assert g["version_read"].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert res.summary["cancelled_steps"] == 3
+
+
+def test_k_async_timeline_by_hand():
+    # 3 learners, K = 2: at 10 ms learners 0 and 1 make update 1, 2 waits;
+    # at 20 ms 0 joins 2 (update 2, released) and 1 waits for the next
+    res = simulate(kind({"kind": "k-async", "k": 2}, learners=3, stop__updates=4))
+    u, g = res.updates, res.gradients
+    assert u["t"].tolist() == pytest.approx([0.01, 0.02, 0.03, 0.04])
+    assert g["learner"].tolist()[:4] == [0, 1, 2, 0]
+    # learner 2 read version 0 and was applied by update 2: staleness 1
+    assert g[(g["learner"] == 2)]["staleness"].tolist()[0] == 1
+    # the closed form walks the same schedule
+    pred = predict(kind({"kind": "k-async", "k": 2}, learners=3, stop__updates=4))
+    check = Pmf.of_samples(g["staleness"].to_numpy())
+    assert pred.staleness.values.tolist() == check.values.tolist()
+    assert pred.staleness.probs == pytest.approx(check.probs)
+    assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"])
+
+
+@pytest.mark.parametrize("learners,k", [(5, 2), (7, 3), (16, 5), (12, 12), (9, 1)])
+def test_k_async_fixed_steps_agree_exactly(learners, k):
+    sc = kind({"kind": "k-async", "k": k}, learners=learners, stop__gradients=40 * learners)
+    res, pred = simulate(sc), predict(sc)
+    check = Pmf.of_samples(res.gradients["staleness"].to_numpy())
+    assert pred.staleness.values.tolist() == check.values.tolist()
+    assert pred.staleness.probs == pytest.approx(check.probs)
+    assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"])
+
+
+# -- exact laws, seeded ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", [{"kind": "softsync", "n": 4}, {"kind": "k-batch-async", "k": 3}])
+def test_batched_staleness_law(spec):
+    # exponential steps: A geometric with mean M - 1; the staleness is
+    # floor((r + A) / c), mean (M - 1) / c
+    m, n = 16, 120_000
+    sc = kind(spec, learners=m, compute=EXP, stop__gradients=n)
+    res, pred = simulate(sc), predict(sc)
+    c = 4 if spec["kind"] == "softsync" else 3
+    staleness = res.gradients["staleness"].to_numpy()[2000:]
+    assert abs(staleness.mean() - (m - 1) / c) <= Z * batch_means_se(staleness) + 0.01
+    p = 1 / m
+    law = batched_staleness(Pmf.from_probs(0, p * (1 - p) ** np.arange(600)), c)
+    check_pmf(staleness, law)
+    assert pred.staleness.mean == pytest.approx((m - 1) / c, rel=0.01)
+    assert (res.updates["minibatch"] == c).all()
+
+
+def test_batched_staleness_transform_by_hand():
+    # A = 5 for sure, c = 2: r = 0 gives floor(5/2) = 2, r = 1 gives 3
+    law = batched_staleness(Pmf.point(5), 2)
+    assert law.values.tolist() == [2, 3] and law.probs.tolist() == [0.5, 0.5]
+
+
+def test_k_sync_round_is_the_kth_order_statistic():
+    # exponential steps: every round is the K-th of L fresh exponentials,
+    # m (H_L - H_{L-K}), variance m^2 sum 1/(L-i)^2; rounds independent
+    m, k = 12, 4
+    sc = kind({"kind": "k-sync", "k": k}, learners=m, compute=EXP, stop__updates=20_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+    mean = harmonic(m) - harmonic(m - k)
+    sd = math.sqrt(sum(1 / (m - i) ** 2 for i in range(k)))
+    assert abs(rounds.mean() - mean) <= Z * sd / math.sqrt(len(rounds))
+    assert predict(sc).t_update_s == pytest.approx(mean, rel=1e-9)
+
+
+def test_k_sync_round_for_any_law():
+    # gamma steps: the closed form's E[X_(K:L)] by quadrature
+    m, k = 10, 3
+    law = {"distribution": "gamma", "mean": 1.0, "cv": 0.5}
+    sc = kind({"kind": "k-sync", "k": k}, learners=m, compute=law, stop__updates=20_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+    pred = predict(sc).t_update_s
+    assert abs(rounds.mean() - pred) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+
+
+@pytest.mark.parametrize("law", [EXP, {"distribution": "gamma", "mean": 1.0, "cv": 0.5}])
+def test_k_batch_sync_round_is_the_kth_event(law):
+    # exponential: the superposition is Poisson, K m / L; gamma: the
+    # integral of P(N(t) < K) over renewal counts
+    m, k = 6, 9
+    sc = kind({"kind": "k-batch-sync", "k": k}, learners=m, compute=law, stop__updates=20_000)
+    res = simulate(sc)
+    rounds = np.diff(np.concatenate([[0.0], res.updates["t"].to_numpy()]))
+    pred = predict(sc).t_update_s
+    if law is EXP:
+        assert pred == pytest.approx(k / m, rel=1e-12)
+    assert abs(rounds.mean() - pred) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+    assert (res.gradients["staleness"] == 0).all()
+    # every step begun and not applied was cancelled
+    assert res.summary["cancelled_steps"] > 0
+
+
+def test_k_async_exponential_laws():
+    # each update: the K-th of L exponentials; its K gradients a uniform
+    # K-subset of the learners, so staleness geometric with p = K / L
+    m, k = 12, 3
+    sc = kind({"kind": "k-async", "k": k}, learners=m, compute=EXP, stop__updates=30_000)
+    res, pred = simulate(sc), predict(sc)
+    gaps = np.diff(np.concatenate([[0.0], res.updates["t"].to_numpy()]))
+    mean = harmonic(m) - harmonic(m - k)
+    sd = math.sqrt(sum(1 / (m - i) ** 2 for i in range(k)))
+    assert abs(gaps.mean() - mean) <= Z * sd / math.sqrt(len(gaps))
+    staleness = res.gradients["staleness"].to_numpy()[1000:]
+    p = k / m
+    assert abs(staleness.mean() - (1 - p) / p) <= Z * batch_means_se(staleness)
+    check_pmf(staleness, Pmf.from_probs(0, p * (1 - p) ** np.arange(400)))
+    assert pred.staleness.mean == pytest.approx((1 - p) / p, rel=0.01)
+    assert pred.t_update_s == pytest.approx(mean, rel=1e-12)
+
+
+def test_ssp_barrier_laws():
+    # s = 0: rounds of E[max of L]; staleness U + V, uniform ranks
+    m = 8
+    sc = kind({"kind": "ssp", "staleness_bound": 0}, learners=m, compute=EXP,
+              stop__gradients=8 * 20_000)
+    res, pred = simulate(sc), predict(sc)
+    ends = np.sort(res.gradients["t_applied"].to_numpy()).reshape(-1, m)[:, -1]
+    rounds = np.diff(np.concatenate([[0.0], ends]))
+    sd = math.sqrt(sum(1 / i**2 for i in range(1, m + 1)))
+    assert abs(rounds.mean() - harmonic(m)) <= Z * sd / math.sqrt(len(rounds))
+    staleness = res.gradients["staleness"].to_numpy()[m:]
+    uniform = np.full(m, 1 / m)
+    check_pmf(staleness, Pmf.from_probs(0, np.convolve(uniform, uniform)))
+    assert "exact" in pred.laws["staleness"] and "exact" in pred.laws["epoch_time"]
+
+
+def test_ssp_never_starts_a_step_before_the_bound_lets_it():
+    # shifted-exponential steps: a step began at most t_end - shift, and by
+    # then every learner had pushed i - s gradients
+    m, s, shift = 6, 2, 0.8
+    law = {"distribution": "shifted-exponential", "mean": 1.0, "shift": shift}
+    g = simulate(kind({"kind": "ssp", "staleness_bound": s}, learners=m, compute=law,
+                      stop__gradients=6000)).gradients
+    pushed = np.sort(g["t_end"].to_numpy())
+    per_learner = {j: np.sort(t) for j, t in g.groupby("learner")["t_end"]}
+    # when every learner had pushed c gradients: the latest of their c-th pushes
+    def all_pushed(c: int) -> float:
+        return max(t[c - 1] for t in per_learner.values()) if c > 0 else 0.0
+    waited = 0
+    for ends in per_learner.values():
+        for i, t_end in enumerate(ends):
+            if i - s > 0:
+                assert t_end - shift >= all_pushed(i - s) - 1e-12
+                waited += t_end - shift - all_pushed(i - s) < 0.2
+    assert waited > 0 and len(pushed) == 6000    # the bound did hold learners back
+
+
+# -- the kinds they generalise ------------------------------------------------------------------
+
+def same(a: dict, b: dict) -> None:
+    for key in ("epoch_time_s", "gradients", "updates", "staleness", "minibatch"):
+        assert a[key] == b[key], key
+
+
+@pytest.mark.parametrize("spec", [{"kind": "softsync", "n": 6}, {"kind": "k-batch-async", "k": 1},
+                                  {"kind": "k-async", "k": 1},
+                                  {"kind": "ssp", "staleness_bound": 1_000_000}])
+def test_special_cases_are_async(spec):
+    base = dict(learners=6, compute=EXP, stop__gradients=3000)
+    same(simulate(kind(spec, **base)).summary, simulate(kind({"kind": "async"}, **base)).summary)
+
+
+@pytest.mark.parametrize("communication", ["ideal", "modelled"])
+def test_k_sync_with_every_learner_is_sync(communication):
+    base = dict(learners=6, compute={"distribution": "gamma", "mean": 0.05, "cv": 0.4},
+                stop__updates=300, timing__communication=communication)
+    ksync = simulate(kind({"kind": "k-sync", "k": 6}, **base)).summary
+    same(ksync, simulate(kind({"kind": "sync"}, **base)).summary)
+    assert ksync["cancelled_steps"] == 0
+
+
+def test_k_async_with_every_learner_is_sync():
+    base = dict(learners=5, compute=EXP, stop__updates=300)
+    same(simulate(kind({"kind": "k-async", "k": 5}, **base)).summary,
+         simulate(kind({"kind": "sync"}, **base)).summary)
+
+
+# -- keys ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,key", [({"kind": "softsync", "n": 9}, "algorithm.n"),
+                                      ({"kind": "k-sync", "k": 5}, "algorithm.k"),
+                                      ({"kind": "k-async", "k": 5}, "algorithm.k")])
+def test_more_than_the_learners_is_refused(spec, key):
+    with pytest.raises(ScenarioError, match=key.replace(".", r"\.") + ".*at most the cluster's 4"):
+        kind(spec)
+
+
+def test_ssp_needs_a_bound_of_at_least_zero():
+    with pytest.raises(ScenarioError, match="staleness_bound"):
+        kind({"kind": "ssp", "staleness_bound": -1})
+    with pytest.raises(ScenarioError, match="staleness_bound"):
+        kind({"kind": "ssp"})
+
+
+def test_a_key_of_another_kind_is_refused():
+    with pytest.raises(ScenarioError, match="n"):
+        kind({"kind": "k-sync", "k": 2, "n": 2})

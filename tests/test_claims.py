@@ -85,6 +85,15 @@ CLAIMS = [
     ("commodity-local-sgd-alexnet.yaml", "against {:.0f} s here",
      summary("commodity-local-sgd-alexnet", "analytic", "epoch_time_s")),
     ("ideal-async-exponential.yaml", "with mean {:.0f}.", summary("ideal-async-exponential", "staleness", "mean")),
+    ("kfc-vgg16-softsync.yaml", "the run's mean is {:.2f}.", summary("kfc-vgg16-softsync", "staleness", "mean")),
+    ("kfc-vgg16-softsync.yaml", "it is busy {:.0f} % of the time", utilisation("kfc-vgg16-softsync", "server_port_in")),
+    ("kfc-vgg16-softsync.yaml", "the GPUs compute {:.0f} % of", utilisation("kfc-vgg16-softsync", "gpu")),
+    ("dutta-k-sync-exponential.yaml", "m (H_16 - H_12) = {:.1f} ms",
+     lambda run: 1e3 * run("dutta-k-sync-exponential").summary["analytic"]["t_update_s"]),
+    ("dutta-k-sync-exponential.yaml", "and {:,} steps are cancelled",
+     summary("dutta-k-sync-exponential", "cancelled_steps")),
+    ("dgx1-ssp-resnet50.yaml", "port is busy {:.0f} % of the", utilisation("dgx1-ssp-resnet50", "server_port_in")),
+    ("dgx1-ssp-resnet50.yaml", "the mean staleness is {:.2f},", summary("dgx1-ssp-resnet50", "staleness", "mean")),
 ]
 
 

@@ -261,6 +261,8 @@ def plan_text(result: Plan, name: str) -> str:
     """What ``plan`` prints: the counts, what the simulation settled, the best rows."""
     import pandas as pd
 
+    from .plan import COLUMNS
+
     t = result.table
     band = f"a mean mini-batch within {result.tolerance:.0%} of {result.target:g}"
     if result.max_staleness is not None:
@@ -290,8 +292,10 @@ def plan_text(result: Plan, name: str) -> str:
         lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
                      "or --max-staleness")
         return "\n".join(lines)
+    knob = t.columns[len(COLUMNS)] if len(t.columns) > len(COLUMNS) else None
     lines.append(f"  {'rank':>4} {'nodes':>5} {'GPUs/node':>9} {'idle/node':>9} {'sub-batch':>9} "
-                 f"{'epoch (s)':>10} {'mini-batch':>10} {'staleness':>9} {'GPU-h/epoch':>11} "
+                 + (f"{knob:>{max(5, len(knob))}} " if knob else "")
+                 + f"{'epoch (s)':>10} {'mini-batch':>10} {'staleness':>9} {'GPU-h/epoch':>11} "
                  f"{'sim. epoch':>10} {'sim. batch':>10}  verdict")
     for r in shown.itertuples():
         simulated = not pd.isna(r.simulated_epoch_time_s)
@@ -301,7 +305,8 @@ def plan_text(result: Plan, name: str) -> str:
                if simulated else f"{'':>10} {'':>10}")
         lines.append(f"  {r.rank:>4} {r.nodes:>5} {r.gpus_per_node:>9} "
                      f"{result.node_gpus - r.gpus_per_node:>9} {r.sub_batch:>9} "
-                     f"{r.predicted_epoch_time_s:>10.1f} {r.predicted_minibatch_mean:>10.1f} "
+                     + (f"{int(getattr(r, knob)):>{max(5, len(knob))}} " if knob else "")
+                     + f"{r.predicted_epoch_time_s:>10.1f} {r.predicted_minibatch_mean:>10.1f} "
                      f"{r.predicted_staleness_mean:>9.2f} {r.gpu_hours_per_epoch:>11.2f} "
                      f"{sim}  {verdict}")
     if not t["feasible"].any():
@@ -452,7 +457,9 @@ def _parser() -> argparse.ArgumentParser:
 
     pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
                          description="the fastest configuration for a target mini-batch size")
-    pln.add_argument("scenario", help="scenario YAML file (its machine, model and algorithm)")
+    pln.add_argument("scenario", help="scenario YAML file (its machine, model and algorithm); "
+                     "for softsync, k-sync, k-batch-sync, k-async, k-batch-async and ssp the "
+                     "kind's knob (n, k or staleness_bound) is searched too, as one more column")
     pln.add_argument("--target-minibatch", type=float, required=True, metavar="B",
                      help="the mean mini-batch size (samples) wanted")
     pln.add_argument("--tolerance", type=float, default=0.1,

@@ -3,7 +3,8 @@
 This is the use Oyama et al. made of their model. For a scenario (its
 machine, model and algorithm), enumerate node counts (powers of two, within
 the machine's size), GPUs per node (up to the machine's) and sub-batch sizes
-within ``max_gpus``; drop those that do not fit in GPU memory; predict the
+within ``max_gpus``, and for the kinds between sync and async their knob
+too (``Kind.knob``: K, n or the staleness bound, one more column); drop those that do not fit in GPU memory; predict the
 rest with the closed form (milliseconds each); keep those whose mean
 mini-batch is within ``tolerance`` of the target (and whose mean staleness is
 at most ``max_staleness``); rank them by predicted epoch time.
@@ -101,20 +102,28 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         return (abs(minibatch - target) <= tolerance * target
                 and (max_staleness is None or staleness <= max_staleness))
 
+    from .algorithms import KINDS
+
+    knob = KINDS[base.algorithm.kind].knob
+    knob_key = knob(1)[0] if knob else None
+    keys = KEYS + ((f"algorithm.{knob_key}",) if knob else ())
+    columns = COLUMNS + ([knob_key] if knob else [])
     rows = []
     for nodes, gpus, sub_batch in _candidates(per_node, max_nodes, max_gpus):
-        row = {"nodes": nodes, "gpus_per_node": gpus, "sub_batch": sub_batch,
-               "fits_memory": footprint(model.parameters, model.input_shape, model.graph,
-                                        sub_batch, memory).fits}
-        if row["fits_memory"]:
-            p = predict(scenario_from_dict(raw, dict(zip(KEYS, (nodes, gpus, sub_batch))),
-                                           source=source))
-            row.update(predicted_epoch_time_s=p.epoch_time_s,
-                       predicted_minibatch_mean=p.minibatch.mean,
-                       predicted_staleness_mean=p.staleness.mean,
-                       gpu_hours_per_epoch=nodes * per_node * p.epoch_time_s / 3600)
-        rows.append(row)
-    table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rank", "feasible")])
+        learners = nodes * (gpus // base.cluster.gpus_per_learner)
+        fits = footprint(model.parameters, model.input_shape, model.graph, sub_batch, memory).fits
+        for value in (knob(learners)[1] if knob and learners else [None]):
+            row = {"nodes": nodes, "gpus_per_node": gpus, "sub_batch": sub_batch,
+                   "fits_memory": fits, **({knob_key: value} if knob else {})}
+            if fits:
+                values = (nodes, gpus, sub_batch) + ((value,) if knob else ())
+                p = predict(scenario_from_dict(raw, dict(zip(keys, values)), source=source))
+                row.update(predicted_epoch_time_s=p.epoch_time_s,
+                           predicted_minibatch_mean=p.minibatch.mean,
+                           predicted_staleness_mean=p.staleness.mean,
+                           gpu_hours_per_epoch=nodes * per_node * p.epoch_time_s / 3600)
+            rows.append(row)
+    table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")])
     table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
         table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
     # epoch times within 1 % count as equally fast (finer than the model can
@@ -125,9 +134,9 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
 
     # confirm in closed-form order; each refuted candidate hands its turn on
     queue = list(table.index[table["feasible"]])
-    point_of = lambda i: Point(tuple(zip(KEYS, (int(table.loc[i, "nodes"]),  # noqa: E731
-                                                int(table.loc[i, "gpus_per_node"]),
-                                                int(table.loc[i, "sub_batch"])))), 0)
+    point_of = lambda i: Point(tuple(zip(keys, (int(table.loc[i, c])  # noqa: E731
+                                                for c in ("nodes", "gpus_per_node", "sub_batch",
+                                                          *([knob_key] if knob else []))))), 0)
     index_of = {point_of(i): i for i in queue}
     first, queue = queue[:confirm], queue[confirm:]
     confirmed = []
@@ -157,7 +166,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     ok = table[simulated.iloc[order].to_numpy() & table["feasible"].to_numpy()]
     order_agrees = ok["predicted_epoch_time_s"].is_monotonic_increasing
     fitting = table[table["fits_memory"]]
-    return Plan(table[COLUMNS], target, tolerance, max_staleness, confirm, int(simulated.sum()),
+    return Plan(table[columns], target, tolerance, max_staleness, confirm, int(simulated.sum()),
                 len(confirmed), bool(order_agrees), per_node,
                 bool(len(fitting)) and bool(np.allclose(fitting["predicted_minibatch_mean"],
                                                         fitting["sub_batch"])))

@@ -331,7 +331,7 @@ _CATALOG_COLUMNS = {
     "networks": ("bandwidth", "latency"),
     "models": ("parameters", "input_shape"),
     "machines": ("gpu", "gpus_per_node", "network", "rails", "host_link", "gpus_per_host_link",
-                 "gpu_link"),
+                 "gpu_link", "gpu_nics"),
 }
 
 

@@ -72,6 +72,10 @@ class Cluster(_Spec):
     gpu_link: Link | None = None
     #: network ports per node, each direction (dual-rail InfiniBand: 2)
     rails: Count = 1
+    #: network ports the GPUs send through directly (GPUDirect RDMA; a DGX
+    #: has one per GPU or GPU pair), which GPU collectives stripe over;
+    #: none: the rails. The host's own traffic (SPRINT, servers) uses the rails
+    gpu_nics: Count | None = None
     #: GPUs one learner spans (GPU A-SGD's learners), and how they share its work:
     #: data, the sub-batch split and the gradients summed over the node's GPU
     #: link; layers, the network cut into consecutive stages
@@ -136,6 +140,20 @@ class Cluster(_Spec):
             return self.network
         return self.network.model_copy(update={"name": f"{self.network.name} x {self.rails}",
                                                "bandwidth": self.rails * self.network.bandwidth})
+
+
+    @property
+    def collective_gpu_link(self) -> LinkSpec:
+        """The node's GPU link as a GPU collective (NCCL) sees it."""
+        return self.gpu_to_gpu.for_collectives()
+
+    @property
+    def collective_network(self) -> LinkSpec:
+        """The node's network as a GPU collective sees it, at the collectives'
+        achieved rate: its GPUs' own ports, each GPU driving one at most
+        (without ``gpu_nics``, the rails, as the host's traffic sees them)."""
+        ports = min(self.gpu_nics, self.gpus_per_node) if self.gpu_nics else self.rails
+        return self.network.for_collectives(ports)
 
 
 def default_jitter() -> dict:

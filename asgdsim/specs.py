@@ -52,12 +52,31 @@ def _from_catalog(kind: str):
 
 
 class LinkSpec(_Spec):
-    """A link: data rate per direction and one-way latency."""
+    """A link: data rate per direction and one-way latency.
+
+    GPU collectives (NCCL rings) reach only part of a link's rate, and their
+    per-step latency is not a message's: ``collective_efficiency`` and
+    ``collective_latency``, fitted to public NCCL measurements where there
+    are some, describe the link as a collective sees it
+    (:meth:`for_collectives`). Point-to-point transfers never read them."""
 
     name: str
     bandwidth: BytesPerSecond
     latency: SecondsOrZero = 0.0
+    #: the fraction of ``bandwidth`` a GPU collective achieves on this link
+    collective_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    #: one step of a GPU collective over this link (default: ``latency``)
+    collective_latency: SecondsOrZero | None = None
     source: str = "inline"
+
+    def for_collectives(self, ports: int = 1) -> LinkSpec:
+        """The link as a GPU collective sees it, over ``ports`` of them
+        striped together: the achieved rate and the per-step latency."""
+        latency = self.latency if self.collective_latency is None else self.collective_latency
+        return self.model_copy(update={
+            "name": self.name if ports == 1 else f"{self.name} x {ports}",
+            "bandwidth": ports * self.collective_efficiency * self.bandwidth,
+            "latency": latency, "collective_efficiency": 1.0, "collective_latency": None})
 
 
 Link = Annotated[LinkSpec, _from_catalog("networks")]

@@ -33,14 +33,19 @@ def loop(scenario, c) -> Loop:
 
 def collective_time(cluster, weights: float, collective: str) -> float:
     """Summing ``weights`` bytes over every GPU: a ring or tree whose slowest
-    link sets the pace, or hierarchical, inside each node over its GPUs'
-    link (NVLink, else their host links), then across nodes."""
+    link sets the pace (NCCL pipelines its ring, so the GPU link and the
+    network work at once), or hierarchical (Horovod's: one stage after the
+    other), inside each node over its GPUs' link (NVLink, else their host
+    links), then across nodes. Both links as a GPU collective sees them:
+    the achieved rates and step latencies fitted to NCCL measurements
+    (catalog/nccl_allreduce.csv)."""
     from ..costs import ALLREDUCE, hierarchical_allreduce_time
 
+    inside, across = cluster.collective_gpu_link, cluster.collective_network
     if collective == "hierarchical":
-        return hierarchical_allreduce_time(cluster.gpu_to_gpu, cluster.node_network, weights,
+        return hierarchical_allreduce_time(inside, across, weights,
                                            cluster.gpus_per_node, cluster.nodes)
-    slowest = cluster.node_network if cluster.nodes > 1 else cluster.gpu_to_gpu
+    slowest = min(inside, across, key=lambda link: link.bandwidth) if cluster.nodes > 1 else inside
     return ALLREDUCE[collective](slowest, weights, cluster.learners)
 
 

@@ -15,12 +15,8 @@ Both are fitted on published whole-network training step times
 (a measurement that includes the optimizer's step gets the update kernels
 too: one per parameter tensor, reading weights, gradients and momentum and
 writing weights and momentum at the GPU's memory bandwidth)
-(``catalog/whole_network.csv``, a source per row) by least absolute
-deviation of the log of predicted over measured time, over a grid (1 us,
-0.1 ms). Absolute, not squared: the overheads belong to the frameworks, and
-a GPU whose kernels the model misprices by a factor (Kepler's rows run up to
-2x slower than its kernels are priced) must not drag them for every other
-GPU. Each row also carries the cuDNN version it states, which decides
+(``catalog/whole_network.csv``, a source per row) by least squares on the
+log of predicted over measured time, over a grid (1 us, 0.1 ms). Each row also carries the cuDNN version it states, which decides
 whether a Kepler GPU has Winograd kernels
 (:func:`asgdsim.compute.winograd_available`). The rows
 used are single-GPU FP32 runs of catalog networks on catalog GPUs with
@@ -101,14 +97,14 @@ STEPS = np.arange(0.0, 20e-3, 0.1e-3)
 
 def fit(kernels: Sequence[np.ndarray], measured: Sequence[float]) -> Overheads:
     """The overheads that best turn each row's raw kernel times into its
-    measured step (least absolute log ratio, over the grid)."""
+    measured step (least squares on the log ratio, over the grid)."""
     measured = np.asarray(measured, dtype=float)
     best = (np.inf, NONE)
     for floor in FLOORS:
         floored = np.array([np.maximum(k, floor).sum() for k in kernels])
         # every step cost on the grid at once: rows x steps
         error = np.log((floored[:, None] + STEPS[None, :]) / measured[:, None])
-        score = np.abs(error).mean(axis=0)    # robust to a mispriced GPU's rows
+        score = (error**2).mean(axis=0)
         i = int(np.argmin(score))
         if score[i] < best[0]:
             best = (score[i], Overheads(float(floor), float(STEPS[i])))

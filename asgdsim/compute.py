@@ -21,13 +21,6 @@ same library (0.86), and the Titan Black keeps its own measured figures.
 Ampere and Hopper have no public kernel tables here: they are assumed to
 reach Volta's FP32 efficiencies.
 
-The software generation matters where it decides the algorithm: the fast
-3x3 kernels (the ``conv3x3s1`` family, where the tables' cuDNN runs
-Winograd) came to Kepler only with cuDNN 5.1's non-fused Winograd
-algorithms; under an earlier cuDNN a Kepler GPU runs its 3x3 convolutions
-at the efficiency of its other convolutions (``KernelModel(winograd=False)``,
-which the accuracy check uses for Kepler rows that state such a cuDNN).
-
 With ``timing.compute: table`` a GPU that has its own measurements uses its
 own efficiencies, and a convolution whose exact geometry was measured on it
 takes the measured time at the nearest measured batch, scaled to the batch
@@ -279,10 +272,8 @@ class KernelModel:
     ``overheads`` None takes the fitted ones."""
 
     def __init__(self, use_tables: bool, extra: str | None = None,
-                 overheads: Overheads | None = None, winograd: bool = True):
+                 overheads: Overheads | None = None):
         self.use_tables, self.extra, self._overheads = use_tables, extra, overheads
-        # whether the software has Winograd 3x3 kernels for the GPU (see winograd_available)
-        self.winograd = winograd
 
     @property
     def overheads(self) -> Overheads:
@@ -334,8 +325,6 @@ class KernelModel:
         weights = BYTES * layer.params
         inputs, outputs = n * BYTES * layer.in_values, n * BYTES * layer.out_values
         family = "gemm" if layer.op == "fc" else _family(*layer.kernel, layer.stride)
-        if family == "conv3x3s1" and not self.winograd:
-            family = "conv"        # the library has no Winograd kernels for this GPU
         if layer.op == "conv":
             key = ("conv", *layer.in_shape, layer.out_shape[0], *layer.kernel, *layer.pad,
                    layer.stride)
@@ -453,26 +442,8 @@ def raw_kernel_times(row: overheads.Measurement) -> np.ndarray:
     from .specs import catalog_model
 
     gpu, model = _gpu(row.gpu), catalog_model(row.model)
-    cost = KernelModel(use_tables=True, overheads=overheads.NONE,
-                       winograd=winograd_available(gpu.architecture, row.cudnn))
-    kernels = cost.kernel_times(gpu, model, row.batch)
+    kernels = KernelModel(use_tables=True, overheads=overheads.NONE).kernel_times(gpu, model, row.batch)
     return np.append(kernels, update_kernel_times(gpu, model)) if row.includes_update else kernels
-
-
-def winograd_available(arch: str, cudnn: tuple[int, int] | None) -> bool:
-    """Whether cuDNN ``cudnn`` (None: a recent one) runs Winograd 3x3 kernels on ``arch``.
-
-    cuDNN 5.0 brought Winograd (fused) kernels and tuned them for Maxwell and
-    Pascal, as cuDNN 3 and 4 had tuned their 2D convolutions "specifically
-    for Maxwell" (NVIDIA's cuDNN "What's new" page); cuDNN 5.1 added the
-    non-fused Winograd algorithms for forward and both backward passes
-    (release notes of 5.1). Under cuDNN 5.0.05, in one harness
-    (jcjohnson/cnn-benchmarks@8730d9f), cuDNN runs VGG-16 2.2x faster than
-    Torch's im2col on the GTX 1080 and the Titan X (Maxwell) but only 1.3x
-    on the K40c: Kepler gained no Winograd there. Kepler is therefore given
-    Winograd-class 3x3 kernels from cuDNN 5.1 on; no other architecture's
-    rows show the need."""
-    return arch != "kepler" or cudnn is None or cudnn >= (5, 1)
 
 
 def update_kernel_times(gpu: GpuSpec, model: ModelSpec) -> np.ndarray:

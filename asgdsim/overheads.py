@@ -16,9 +16,7 @@ Both are fitted on published whole-network training step times
 too: one per parameter tensor, reading weights, gradients and momentum and
 writing weights and momentum at the GPU's memory bandwidth)
 (``catalog/whole_network.csv``, a source per row) by least squares on the
-log of predicted over measured time, over a grid (1 us, 0.1 ms). Each row also carries the cuDNN version it states, which decides
-whether a Kepler GPU has Winograd kernels
-(:func:`asgdsim.compute.winograd_available`). The rows
+log of predicted over measured time, over a grid (1 us, 0.1 ms). The rows
 used are single-GPU FP32 runs of catalog networks on catalog GPUs with
 cuDNN v4 or later (the library generation the kernel tables measure):
 libraries without cuDNN, XLA, cuDNN R1 to v3 and the Caffe performance page
@@ -65,27 +63,13 @@ class Measurement:
     framework: str
     source: str
     includes_update: bool      # the optimizer's step is inside the time (not fwd+bwd only)
-    cudnn: tuple[int, int] | None = None   # (major, minor) where the row states it
-
-
-#: "cuDNN 5.0.05", "cuDNN v5.1", "cuDNN R4", "cuDNN 7.0.5": the version a row states
-CUDNN = re.compile(r"cuDNN[ _]?[vR]?(\d+)(?:\.(\d+))?", re.IGNORECASE)
-
-
-def cudnn_version(*texts: str) -> tuple[int, int] | None:
-    """The cuDNN (major, minor) the first of ``texts`` to state one names."""
-    for text in texts:
-        if m := CUDNN.search(text):
-            return int(m.group(1)), int(m.group(2) or 0)
-    return None
 
 
 def measurements(gpus: set[str], models: set[str]) -> list[Measurement]:
     """The rows of whole_network.csv the fit and the accuracy check use."""
     text = resources.files("asgdsim.catalog").joinpath("whole_network.csv").read_text("utf-8")
     return [Measurement(r["gpu"], r["model"], int(r["batch"]), float(r["step_ms"]) / 1e3,
-                        r["framework"], r["source"], r["measured"] != "fwd+bwd",
-                        cudnn_version(r["framework"], r["note"]))
+                        r["framework"], r["source"], r["measured"] != "fwd+bwd")
             for r in csv.DictReader(text.splitlines())
             if r["precision"] == "fp32" and r["gpu"] in gpus and r["model"] in models
             and not OTHER_LIBRARIES.search(r["framework"])]

@@ -1,0 +1,166 @@
+"""Speed of the kinds between sync and async, and of downpour, against bare
+SimPy loops of the same rules, side by side in one process:
+
+    python benchmarks/bench_family.py
+
+16 learners, exponential steps of mean 1, ideal communication, 200,000
+gradients each. A bare loop is the rule in a dozen lines of plain SimPy:
+a learner draws its step and waits, then does what its kind says (counts
+its gradient into a batch, joins a round that may cancel it, waits at the
+staleness bound, pushes every n_push steps). asgdsim records every gradient
+and update into its columns as well; the bare loops record nothing.
+
+The bar (issues 10 and 11): at least 0.5 of the bare loop's gradients per
+second.
+"""
+
+from __future__ import annotations
+
+import random
+
+import simpy
+
+import asgdsim
+from asgdsim.scenario import scenario_from_dict
+from bench_core import best_rate   # benchmarks/ is the script's folder
+
+LEARNERS, GRADIENTS = 16, 200_000
+
+
+def scenario(kind: str, **algorithm) -> dict:
+    return {"name": f"bench-{kind}",
+            "workload": {"model": "alexnet", "dataset_samples": 1281167, "sub_batch": 1},
+            "cluster": {"nodes": 1, "gpus_per_node": LEARNERS, "gpu": "K80", "network": "ib-fdr"},
+            "algorithm": {"kind": kind, **algorithm},
+            "timing": {"compute": {"distribution": "exponential", "mean": 1.0},
+                       "communication": "ideal"},
+            "stop": {"gradients": GRADIENTS}}
+
+
+def run_bare(learner, gradients: int, seed: int = 0) -> int:
+    """Run LEARNERS copies of ``learner(env, rng, state, index)`` until the
+    state counts ``gradients``."""
+    env, rng = simpy.Environment(), random.Random(seed)
+    state = {"gradients": 0, "version": 0, "done": env.event()}
+    for index in range(LEARNERS):
+        env.process(learner(env, rng, state, index))
+    env.run(until=state["done"])
+    return state["gradients"]
+
+
+def count(state, n: int = 1) -> None:
+    state["gradients"] += n
+    if state["gradients"] >= GRADIENTS and not state["done"].triggered:
+        state["done"].succeed()
+
+
+def batched(c: int):
+    """softsync, k-batch-async: an update every c gradients, nobody waits."""
+    def learner(env, rng, state, index):
+        while True:
+            yield env.timeout(rng.expovariate(1.0))
+            count(state)
+            if state["gradients"] % c == 0:
+                state["version"] += 1
+    return learner
+
+
+def cancelling(k: int, again: bool):
+    """k-sync, k-batch-sync: the round closes at its k-th gradient and stops
+    every step still computing."""
+    def learner(env, rng, state, index):
+        if index == 0:
+            state.update(closed=env.event(), held=0)
+        while True:
+            closed = state["closed"]
+            while True:
+                yield env.timeout(rng.expovariate(1.0)) | closed
+                if closed.triggered:
+                    break
+                state["held"] += 1
+                if state["held"] == k:
+                    state["held"], state["closed"] = 0, env.event()
+                    count(state, k)
+                    closed.succeed()
+                    break
+                if not again:
+                    yield closed
+                    break
+    return learner
+
+
+def first_k(k: int):
+    """k-async: the first k to push make an update and wait for it."""
+    def learner(env, rng, state, index):
+        if index == 0:
+            state.update(round=env.event(), joined=0)
+        while True:
+            yield env.timeout(rng.expovariate(1.0))
+            state["joined"] += 1
+            published = state["round"]
+            if state["joined"] == k:
+                state["joined"], state["round"] = 0, env.event()
+                count(state, k)
+                published.succeed()
+            yield published
+    return learner
+
+
+def bounded(s: int):
+    """ssp: step i waits until every learner has pushed i - s gradients."""
+    def learner(env, rng, state, index):
+        if index == 0:
+            state.update(pushed=[0] * LEARNERS, waiting={})
+        step = 0
+        while True:
+            need = step - s
+            if min(state["pushed"]) < need:
+                event = state["waiting"].setdefault(need, env.event())
+                yield event
+            yield env.timeout(rng.expovariate(1.0))
+            state["pushed"][index] += 1
+            count(state)
+            slowest = min(state["pushed"])
+            if slowest in state["waiting"]:
+                state["waiting"].pop(slowest).succeed()
+            step += 1
+    return learner
+
+
+def downpour(n_fetch: int, n_push: int):
+    """downpour: a message every n_push steps, a fetch every n_fetch."""
+    def learner(env, rng, state, index):
+        version, step = 0, 0
+        while True:
+            yield env.timeout(rng.expovariate(1.0))
+            step += 1
+            if step % n_push == 0:
+                state["version"] += 1
+                count(state, n_push)
+            if step % n_fetch == 0:
+                version = state["version"]
+    return learner
+
+
+CASES = [
+    ("softsync, n = 4", scenario("softsync", n=4), batched(LEARNERS // 4)),
+    ("k-batch-async, k = 3", scenario("k-batch-async", k=3), batched(3)),
+    ("k-sync, k = 4", scenario("k-sync", k=4), cancelling(4, again=False)),
+    ("k-batch-sync, k = 24", scenario("k-batch-sync", k=24), cancelling(24, again=True)),
+    ("k-async, k = 4", scenario("k-async", k=4), first_k(4)),
+    ("ssp, s = 2", scenario("ssp", staleness_bound=2), bounded(2)),
+    ("downpour, 2 / 4", scenario("downpour", n_fetch=2, n_push=4), downpour(2, 4)),
+]
+
+
+def main() -> None:
+    for label, data, learner in CASES:
+        sc = scenario_from_dict(data)
+        sim = best_rate(lambda: asgdsim.simulate(sc).summary["gradients"])
+        bare = best_rate(lambda: run_bare(learner, GRADIENTS))
+        print(f"{label:<22} asgdsim {sim:10,.0f}  bare SimPy {bare:10,.0f} gradients/s  "
+              f"ratio {sim / bare:.2f}  (bar 0.5)")
+
+
+if __name__ == "__main__":
+    main()

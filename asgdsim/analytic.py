@@ -39,6 +39,7 @@ from .costs import Costs, costs_of
 from .distributions import Law
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf
+from .renewal import kth_event_mean
 from .scenario import Scenario
 from .skeleton import Skeleton, Walk, busiest, period_of, queued_behind
 from .structure import Loop, Topology, loop_of, topology_of
@@ -346,6 +347,11 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
     for kind in ("port_out", "port_in"):
         held = topology.held_s(st for st in loop.stages if kind in st.holds[1:])
         busy = topology.learners / cycle * held / topology.instances(kind)
+        if topology.colocated:
+            # a shard's host node: its port carries every learner's part
+            shard = "server_port_in" if kind == "port_out" else "server_port_out"
+            busy = max(busy, topology.learners / cycle * loop.demand_s(shard)
+                       / topology.instances(shard))
         if busy >= COUPLED_UTILISATION:
             return (f"{OUTSIDE}: the nodes' {kind} ports are {busy:.0%} busy with messages to "
                     f"{topology.servers} shards, and each transfer holds a node's port and a "
@@ -619,8 +625,18 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     t_last = updates * per_update + message * (1.0 - c2_message) / 2.0
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
     fixed = None
+    first_only = None
     if _ideal(sc) and m == 1:
         t_last = updates * message
+    elif _ideal(sc) and updates <= m and not law.is_constant:
+        # a run of about one message a learner: the U-th event of M renewal
+        # processes of n_push steps, from the start
+        t_last, exact = kth_event_mean(law.sum_of(n_push), m, int(updates))
+        epoch_law = ("exact: " if exact else "approximation: ") + \
+            "the U-th message of M renewal processes of n_push steps started together"
+        first_only = (f"{OUTSIDE}: the run ends about when every learner has pushed once "
+                      f"({updates} messages of {m} learners), and the closed form has no "
+                      "staleness law for a run that is all start")
     elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the in-phase start's bursts and the
         # stagger they settle into, each message moved by its steps' noise
@@ -655,7 +671,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
                          "count's variance")
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
-    laws.update(_outside(_random_contention(util, law, loop.overhead_s + update_s),
+    laws.update(_outside(first_only, _random_contention(util, law, loop.overhead_s + update_s),
                          _coupled_shards(loop, topo, cycle)))
     gradients = updates * n_push
     return Prediction(

@@ -92,3 +92,26 @@ def test_sharded_server_keeps_every_gradient_once():
     assert not g.duplicated(["learner", "t_start"]).any()
     assert g["samples"].sum() == u["minibatch"].sum()
     assert (np.diff(u["version"]) == 1).all() and (g["staleness"] >= 0).all()
+
+
+def test_a_run_of_a_message_a_learner_ends_at_the_uth_event():
+    # 8 learners, n_push 4, exponential steps, a run of 6 messages: each
+    # learner's messages are a renewal process of gamma(4) intervals, so
+    # P(at least j by t) = Gamma(4 j).cdf(t); the 6th message of all 8 is
+    # the integral of P(their sum < 6); the staleness of a run that is all
+    # start is labelled outside
+    sc = scenario({"kind": "downpour", "n_push": 4}, stop={"updates": 6}, nodes=1, gpus_per_node=8)
+    pred = predict(sc)
+    ends = np.array([simulate(sc, seed=s).updates["t"].iloc[-1] for s in range(300)])
+    from scipy import stats
+    grid = np.linspace(0, 2, 4001)
+    at_least = np.array([np.ones_like(grid)] + [stats.gamma(4 * j, scale=0.05).cdf(grid)
+                                                for j in range(1, 8)])
+    one = at_least[:-1] - at_least[1:]                     # P(N_1(t) = j), j = 0..6
+    total = one.T
+    for _ in range(7):
+        total = np.array([np.convolve(a, b)[:7] for a, b in zip(total, one.T)])
+    exact = np.trapezoid(total[:, :6].sum(axis=1), grid)   # the integral of P(N(t) < 6)
+    assert abs(ends.mean() - exact) <= 4 * ends.std(ddof=1) / math.sqrt(len(ends))
+    assert pred.epoch_time_s * 6 * 4 * 32 / 64_000 == pytest.approx(exact, rel=1e-4)
+    assert "pushed once" in pred.laws["assumptions"]

@@ -1,0 +1,73 @@
+"""Events of several renewal processes started together: when the k-th
+comes.
+
+L learners start at once (or each at its own time) and each produces an
+event at the end of every step, the steps independent draws of one law.
+The k-th event of them all ends a round of ``k-batch-sync`` and a short
+``downpour`` run. Exact for exponential steps (their superposition is
+Poisson: k m / L) and fixed ones (ceil(k / L) m); for any other law,
+P(N(t) < k) = P(sum of L renewal counts < k), each count's law from the
+cdfs of sums of j steps, F_j (exact where ``Law.sum_of`` is).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["kth_event_mean", "kth_event_staggered"]
+
+
+def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
+    """(E[time of the k-th event of ``learners`` renewal processes of steps
+    ~ ``law`` started together at 0], whether exact)."""
+    if law.is_constant:
+        return math.ceil(k / learners) * law.mean, True
+    if law.name == "exponential":
+        return k * law.mean / learners, True
+    # P(N(t) < k) on a grid: each learner's count law from F_j, the L-fold
+    # sum by FFT, truncated at k
+    rounds = math.ceil(k / learners)
+    most = rounds + 8 + int(6 * math.sqrt(rounds))
+    upper = law.sum_of(rounds).ppf(1 - 1e-12 / learners)
+    grid = np.linspace(0.0, upper, 1025)
+    at_least = np.stack([np.ones_like(grid)] + [law.sum_of(j).cdf(grid) for j in range(1, most + 1)])
+    one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T          # (grid, counts 0..most-1)
+    one = np.pad(one, ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
+    below = np.clip(_power_below(one, learners, k).sum(axis=1), 0.0, 1.0)
+    return float(np.trapezoid(below, grid)), law.sums_exactly
+
+
+def kth_event_staggered(law, ready: np.ndarray, k: int) -> float:
+    """When the expected count of events reaches k - 1/2: learner i's
+    renewal process of steps ~ ``law`` starts at ``ready[i]``, and E[N_i(t)]
+    = sum over j of F_j(t - ready[i])."""
+    hi = ready.min() + law.sum_of(k).ppf(0.999) if k > 1 else ready.max() + law.ppf(0.999)
+    grid = np.linspace(ready.min(), hi, 2049)
+    since = np.subtract.outer(grid, ready)                 # (grid, learners)
+    count = np.zeros(len(grid))
+    for j in range(1, k + 1):
+        at_least = law.sum_of(j).cdf(since).sum(axis=1)
+        count += at_least
+        if at_least[-1] < 1e-9:
+            break
+    return float(np.interp(k - 0.5, count, grid))
+
+
+def _power_below(pmf: np.ndarray, times: int, k: int) -> np.ndarray:
+    """The law of the sum of ``times`` independent counts of law ``pmf``
+    (each row its own), below k: by squaring, cut at k after each product."""
+    size = 1 << int(math.ceil(math.log2(2 * k)))
+
+    def times_(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:, :k]
+
+    result, square = None, pmf
+    while times:
+        if times & 1:
+            result = square if result is None else times_(result, square)
+        times >>= 1
+        if times:
+            square = times_(square, square)
+    return result

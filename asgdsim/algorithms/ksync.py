@@ -92,9 +92,12 @@ def predict(scenario, costs):
         out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
         to_port = loop_.demand_s("server_port_in") / topo.instances("server_port_in")
         reply = sum(st.duration_s for st in loop_.reply)
-        first = max(kth_event_mean(cycle, L, k)[0], law.mean + k * to_port) + update_s
+        # the port's bound: the K pushes one after another from the first
+        first = max(kth_event_mean(cycle, L, k)[0],
+                    kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s
         ready = reply - out + out * np.arange(1, L + 1)
-        steady = max(kth_event_staggered(cycle, ready, k), reply + law.mean + k * to_port) + update_s
+        steady = max(kth_event_staggered(cycle, ready, k),
+                     kth_event_staggered(cycle, ready, 1) + (k - 1) * to_port) + update_s
         epoch_law = ("approximation: the K-th event of L renewal processes of a step and its "
                      "stages, each started after its turn at the server's port for the weights "
                      "(the mean count reaching K - 1/2), or the K pushes through the server's "

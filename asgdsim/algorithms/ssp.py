@@ -121,27 +121,34 @@ def _barrier(scenario, base, run, law):
 
 
 def _modelled_barrier(scenario, costs, base, run, law):
-    """s = 0 with modelled communication: after the barrier every learner
-    reads its sub-batch and computes; the gradients queue at the server's
-    port in the order they come (each at its expected order statistic); the
-    last is applied and its learner pulls the weights; then the next
-    barrier."""
-    from ..analytic import _push_queue
+    """s = 0 with modelled communication: the barrier lifts when the last
+    gradient of a step reaches the server. The others have their weights by
+    then and start at once; the last learner starts after the update and
+    its pull. Each reads its sub-batch and computes, and the gradients queue
+    at the server's port in the order they come (each at its expected order
+    statistic); the last one's arrival lifts the next barrier."""
+    from ..analytic import _push_queue, _resolved
+    from ..skeleton import Skeleton
     from ..structure import loop_of, topology_of
 
     loop_, topo = loop_of(scenario, costs), topology_of(scenario)
     L = topo.learners
-    before = sum(st.duration_s for st in loop_.before)
     local = sum(st.duration_s for st in loop_.after if st.holds[0] != "server_port_in")
     # each shard's port takes one part of every learner's message
     message = loop_.demand_s("server_port_in") / max(1, topo.instances("server_port_in"))
-    pushed = _push_queue(np.full(L, before), law.plus(local), message, L)
-    per_round = pushed + costs.server_update_s + sum(st.duration_s for st in loop_.reply)
+    # the reads after the barrier, walked: a node's learners take turns at
+    # its disk and host links
+    starts = np.zeros(L)
+    starts[-1] = costs.server_update_s + sum(st.duration_s for st in loop_.reply)
+    walked = Skeleton().walk(starts, [_resolved(topo, loop_.before, i) for i in range(L)])
+    ready = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else start
+                      for row, start in zip(walked, starts)])
+    per_round = _push_queue(ready, law.plus(local), message, L)
     n = base.gradients
     laws = dict(base.laws)
-    laws["epoch_time"] = ("approximation: a barrier each step; the round's gradients queued at "
-                          "the server's port at their expected order statistics, the last "
-                          "applied and pulled")
+    laws["epoch_time"] = ("approximation: a barrier each step, lifted by the last gradient's "
+                          "arrival; the round's gradients queued at the server's port at their "
+                          "expected order statistics, the last learner after its update and pull")
     return replace(base, t_gpu_s=per_round, t_update_s=per_round / L,
                    epoch_time_s=run.epoch_time(per_round * n / L, n),
                    steady_throughput_samples_per_s=L * scenario.workload.sub_batch / per_round,

@@ -78,9 +78,13 @@ class Cluster:
 
 
 def computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int, Iterator[float]]]:
-    """(index, compute-time stream) of every learner."""
+    """(index, compute-time stream) of every learner; a persistently slow
+    learner's steps are its draws scaled by its slowdown."""
+    slow = scenario.faults.slow_learners
+    slowed = set(slow.learners) if slow is not None else set()
     for index in range(scenario.cluster.learners):
-        yield index, costs.compute.sampler(learner_stream(seed, index))
+        law = costs.compute.scaled(slow.slowdown) if index in slowed else costs.compute
+        yield index, law.sampler(learner_stream(seed, index))
 
 
 def build_cluster(env: simpy.Environment, scenario: Scenario, costs: Costs, weights: Weights,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .compute import KernelModel
-from .distributions import Law, law_from_spec
+from .distributions import Law, law_from_spec, straggling
 from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
 
 if TYPE_CHECKING:
@@ -116,7 +116,14 @@ class Costs:
 
 
 def compute_law(scenario: Scenario) -> Law:
-    """The law of one learner step's compute time."""
+    """The law of one learner step's compute time, stragglers included."""
+    stragglers = scenario.faults.stragglers
+    law = _step_law(scenario)
+    return law if stragglers is None else straggling(law, stragglers.probability,
+                                                      stragglers.slowdown)
+
+
+def _step_law(scenario: Scenario) -> Law:
     timing = scenario.timing
     if isinstance(timing.compute, LawSpec):
         return law_from_spec(timing.compute)

@@ -253,3 +253,108 @@ def law_from_spec(spec: LawSpec) -> Law:
         sigma = spec.shape if spec.shape is not None else math.sqrt(math.log1p(spec.cv**2))
         return Law(kind, "lognorm", scale=m * math.exp(-sigma**2 / 2), shape=sigma)
     raise AssertionError(f"law {kind!r} is validated in the scenario")
+
+
+@dataclass(frozen=True)
+class Straggling:
+    """A step law with stragglers: each step, independently with
+    ``probability``, takes ``slowdown`` times its draw from ``base`` (then
+    ``shift`` is added). It answers what :class:`Law` answers: moments and
+    the cdf in closed form, quantiles and order statistics numerically."""
+
+    base: Law
+    probability: float
+    slowdown: float
+    shift: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name} with stragglers"
+
+    is_constant = False
+    sums_exactly = False
+
+    @property
+    def mean(self) -> float:
+        return self.shift + self.base.mean * (1 - self.probability + self.probability * self.slowdown)
+
+    @property
+    def var(self) -> float:
+        p, f, b = self.probability, self.slowdown, self.base
+        second = (b.var + b.mean**2) * (1 - p + p * f * f)
+        return second - (self.mean - self.shift) ** 2
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.var)
+
+    @property
+    def cv(self) -> float:
+        return self.std / self.mean
+
+    def scaled(self, factor: float) -> Straggling:
+        return replace(self, base=self.base.scaled(factor), shift=self.shift * factor)
+
+    def plus(self, constant: float) -> Straggling:
+        return replace(self, shift=self.shift + constant)
+
+    def sum_of(self, k: int) -> Law:
+        """The gamma of the same mean and variance (an approximation)."""
+        if k == 1:
+            return self
+        mean, var = k * (self.mean - self.shift), k * self.var
+        return Law(f"sum of {k} {self.name}", "gamma", scale=var / mean, shape=mean**2 / var,
+                   shift=k * self.shift)
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        draws = self.base.sample(rng, size)
+        slow = rng.random(size) < self.probability
+        return self.shift + np.where(slow, self.slowdown * draws, draws)
+
+    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
+        size = 16
+        while True:
+            yield from self.sample(rng, size).tolist()
+            size = min(2 * size, _BLOCK)
+
+    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
+        x = np.asarray(x, dtype=float) - self.shift
+        p, f = self.probability, self.slowdown
+        result = (1 - p) * np.asarray(self.base.cdf(x)) + p * np.asarray(self.base.cdf(x / f))
+        return float(result) if result.ndim == 0 else result
+
+    def ppf(self, q: float) -> float:
+        from scipy.optimize import brentq
+
+        lo = self.shift + self.base.ppf(min(q, 1 - 1e-15) * (1 - self.probability)) \
+            if q > 0 else self.shift
+        hi = self.shift + self.slowdown * self.base.ppf(min(q, 1 - 1e-15))
+        if hi <= lo or self.cdf(lo) >= q:     # a constant base's steps: the cdf jumps
+            return lo
+        return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
+
+    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        y = np.asarray(y, dtype=float) - self.shift
+        p, f = self.probability, self.slowdown
+        result = ((1 - p) * np.asarray(self.base.partial_expectation(y))
+                  + p * f * np.asarray(self.base.partial_expectation(y / f)))
+        return float(result) if result.ndim == 0 else result
+
+    def expected_max(self, n: int) -> float:
+        return self.expected_order(n, n)
+
+    def expected_order(self, k: int, n: int) -> float:
+        """E[k-th smallest of n draws], by quadrature of P(X_(k) > x)."""
+        from scipy import integrate
+
+        upper = self.ppf(1 - 1e-12 / n)
+        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
+        breaks = sorted({self.shift + self.base.ppf(0.5), self.shift + self.slowdown * self.base.ppf(0.5)})
+        return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
+
+
+def straggling(law: Law, probability: float, slowdown: float) -> Law | Straggling:
+    """``law`` with stragglers (``law`` itself where none slow down)."""
+    if probability == 0 or slowdown == 1:
+        return law
+    return Straggling(law, probability, slowdown)

@@ -226,6 +226,37 @@ def _warmup(value: Any) -> Any:
         else value
 
 
+class Stragglers(_Spec):
+    """Each step, independently with ``probability``, takes ``slowdown`` times as long."""
+
+    probability: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)]
+
+
+class SlowLearners(_Spec):
+    """The learners listed (by index) always take ``slowdown`` times as long."""
+
+    learners: Annotated[list[Annotated[int, Field(ge=0, strict=True)]], Field(min_length=1)]
+    slowdown: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _not_yet(name: str):
+    def refuse(value: Any) -> Any:
+        if value is not None:
+            raise ValueError(f"{name} are not simulated yet; remove the key")
+        return value
+    return BeforeValidator(refuse)
+
+
+class Faults(_Spec):
+    """What goes wrong: stragglers (per step), persistently slow learners."""
+
+    stragglers: Stragglers | None = None
+    slow_learners: SlowLearners | None = None
+    failures: Annotated[Any, _not_yet("failures")] = None
+    link_slowdowns: Annotated[Any, _not_yet("link slowdowns")] = None
+
+
 class Stop(_Spec):
     """Stop at the first condition reached; ``warmup`` is left out of the
     staleness and mini-batch statistics (not of the epoch time)."""
@@ -251,6 +282,16 @@ class Scenario(_Spec):
     algorithm: Algorithm
     timing: Timing = Field(default_factory=Timing)
     stop: Stop = Stop(epochs=1)
+    faults: Faults = Field(default_factory=Faults)
+
+    @model_validator(mode="after")
+    def _slow_learners_exist(self) -> Scenario:
+        slow = self.faults.slow_learners
+        if slow is not None and max(slow.learners) >= self.cluster.learners:
+            raise KeyedError("faults.slow_learners.learners",
+                             f"expected learner indices below {self.cluster.learners} "
+                             f"(the cluster's learners), got {max(slow.learners)}")
+        return self
 
     @model_validator(mode="after")
     def _sprint_cycle_has_a_length(self) -> Scenario:

@@ -137,10 +137,20 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
         stop = {"gradients": gradients}
     else:
         stop = {"updates": max(3, gradients // per_update(learners))}
-    return {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
+    data = {"name": f"random-{index}", "seed": int(rng.integers(0, 2**31)),
             "workload": {"model": model, "dataset_samples": dataset, "sub_batch": sub_batch},
             "cluster": cluster, "algorithm": {"kind": kind, **keys}, "timing": timing,
             "stop": stop}
+    # faults on a fifth of the draws, from a stream of their own, so the
+    # draws without them stay the same
+    faulty = np.random.default_rng(data["seed"])
+    faults = faulty.random()
+    if faults < 0.15:
+        data["faults"] = {"stragglers": {"probability": float(faulty.choice([0.01, 0.02, 0.05])),
+                                         "slowdown": float(faulty.choice([2, 4]))}}
+    elif faults < 0.2:
+        data["faults"] = {"slow_learners": {"learners": [0], "slowdown": 2.0}}
+    return data
 
 
 def _fitting(model: str, cluster: dict, sub_batch: int) -> int:
@@ -184,7 +194,9 @@ def _regime(sc) -> dict:
                else "jitter cv > 0.05")
     else:
         law = timing.compute.distribution
-    return {"law": law, "communication": timing.communication}
+    faults = ("stragglers" if sc.faults.stragglers else
+              "slow learners" if sc.faults.slow_learners else "none")
+    return {"law": law, "communication": timing.communication, "faults": faults}
 
 
 def check(data: dict) -> dict:
@@ -256,7 +268,7 @@ def report(table: pd.DataFrame, worst: int = 10) -> str:
              f"({int(table['agrees'].sum())}); outside the closed form's assumptions: "
              f"{int(table['outside'].sum())}, of which {int((table['outside'] & ~table['agrees']).sum())} disagree; "
              f"disagree and not labelled: {int((~table['agrees'] & ~table['outside']).sum())}"]
-    for by in ("algorithm", "communication", "law"):
+    for by in ("algorithm", "communication", "law", "faults"):
         shares = table.groupby(by)["agrees"].agg(["mean", "size"])
         lines.append(f"  by {by}: " + ", ".join(f"{k} {v['mean']:.0%} of {int(v['size'])}"
                                                  for k, v in shares.iterrows()))

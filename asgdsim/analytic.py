@@ -115,6 +115,10 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
 
     costs = costs or costs_of(scenario)
     closed_form = KINDS[scenario.algorithm.kind].predict
+    if scenario.faults.slow_learners is not None:
+        from .faults import with_slow_learners
+        kind_form = closed_form
+        closed_form = lambda sc, c: with_slow_learners(sc, c, kind_form(sc, c))  # noqa: E731
     whole = closed_form(scenario, costs)
     if scenario.stop.warmup is None:
         return whole
@@ -1307,7 +1311,7 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
         middle = np.ones(1) if count < 2 else _binomial_pmf(np.arange(count - 1), count - 2, nonempty)
         law = np.convolve(middle, [1.0 - before, before])
         thinned[certain:certain + len(law)] += p * law
-    if not few.all():
+    if ends.probs[~few].sum() > 1e-9:
         # steps many cycles long (a heavy tail against a short cycle): their
         # binomials mixed as a few hundred groups of like moments, not one by one
         others, weights = ends.values[~few] - 2.0, ends.probs[~few]
@@ -1315,8 +1319,10 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
         # counts 0.5 % apart share a group: its mixture's first two moments
         _, group = np.unique(np.floor(np.log(others) / math.log1p(0.005)), return_inverse=True)
         summed = np.bincount(group, weights=weights)
-        mean = np.bincount(group, weights=weights * means) / summed
-        var = np.bincount(group, weights=weights * (variances + means**2)) / summed - mean**2
+        held = summed > 0                   # groups of counts the law gives no mass
+        summed = summed[held]
+        mean = np.bincount(group, weights=weights * means)[held] / summed
+        var = np.bincount(group, weights=weights * (variances + means**2))[held] / summed - mean**2
         middle = _grouped(mean, np.maximum(var, 0.0), summed)
         share = float(ends.probs[~few].sum())      # the grouped law is normalised
         law = np.convolve(np.bincount(middle.values, weights=middle.probs,

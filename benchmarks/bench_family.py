@@ -10,6 +10,13 @@ its gradient into a batch, joins a round that may cancel it, waits at the
 staleness bound, pushes every n_push steps). asgdsim records every gradient
 and update into its columns as well; the bare loops record nothing.
 
+Then 4096 learners (512 TSUBAME-KFC/DL nodes), ResNet-50, modelled
+communication, 200,000 gradients of ``downpour`` (n_fetch 2, n_push 4, 64
+dedicated shards): each learner reads its sub-batch from its node's disk and
+copies it over its host link, steps, and every n_push steps copies its
+gradient out and sends one part to each shard through its node's port and
+the shard's; every n_fetch steps it takes a part back from each shard.
+
 The bar (issues 10 and 11): at least 0.5 of the bare loop's gradients per
 second.
 """
@@ -17,12 +24,16 @@ second.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import simpy
 
 import asgdsim
+from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
 from bench_core import best_rate   # benchmarks/ is the script's folder
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LEARNERS, GRADIENTS = 16, 200_000
 
@@ -130,13 +141,15 @@ def bounded(s: int):
 def downpour(n_fetch: int, n_push: int):
     """downpour: a message every n_push steps, a fetch every n_fetch."""
     def learner(env, rng, state, index):
-        version, step = 0, 0
+        version, step, reads = 0, 0, []
         while True:
             yield env.timeout(rng.expovariate(1.0))
+            reads.append(version)                  # each gradient's version, as asgdsim keeps
             step += 1
             if step % n_push == 0:
                 state["version"] += 1
                 count(state, n_push)
+                reads = []
             if step % n_fetch == 0:
                 version = state["version"]
     return learner
@@ -153,6 +166,52 @@ CASES = [
 ]
 
 
+def bare_downpour_modelled(nodes: int, per_node: int, per_link: int, shards: int, costs,
+                           n_fetch: int, n_push: int, gradients: int, seed: int = 0) -> int:
+    """Modelled downpour in plain SimPy: disks, host links, node and shard ports."""
+    env, rng = simpy.Environment(), random.Random(seed)
+    resource = lambda count: [simpy.Resource(env, 1) for _ in range(count)]  # noqa: E731
+    disks, links = resource(nodes), resource(nodes * per_node // per_link)
+    out, into, shard_in, shard_out = resource(nodes), resource(nodes), resource(shards), resource(shards)
+    part = costs.network_s / shards if costs.network_s else 0.0
+    state = {"gradients": 0, "version": 0}
+    done = env.event()
+    step, sd = costs.compute.mean, costs.compute.std / costs.compute.mean
+
+    def hold(*resources_and_time):
+        *held, seconds = resources_and_time
+        requests = [r.request() for r in held]
+        yield env.all_of(requests)
+        yield env.timeout(seconds)
+        for r, request in zip(held, requests):
+            r.release(request)
+
+    def learner(index: int):
+        node, link, steps = index // per_node, index // per_link, 0
+        while True:
+            yield from hold(disks[node], costs.batch_read_s)
+            yield from hold(links[link], costs.batch_to_gpu_s)
+            yield env.timeout(step * rng.lognormvariate(-sd * sd / 2, sd))
+            steps += 1
+            if steps % n_push == 0:
+                yield from hold(links[link], costs.gradient_to_host_s)
+                for shard in range(shards):
+                    yield from hold(out[node], shard_in[shard], part)
+                state["version"] += 1
+                state["gradients"] += n_push
+                if state["gradients"] >= gradients and not done.triggered:
+                    done.succeed()
+            if steps % n_fetch == 0:
+                for shard in range(shards):
+                    yield from hold(shard_out[shard], into[node], part)
+                yield from hold(links[link], costs.weights_to_gpu_s)
+
+    for index in range(nodes * per_node):
+        env.process(learner(index))
+    env.run(until=done)
+    return state["gradients"]
+
+
 def main() -> None:
     for label, data, learner in CASES:
         sc = scenario_from_dict(data)
@@ -160,6 +219,16 @@ def main() -> None:
         bare = best_rate(lambda: run_bare(learner, GRADIENTS))
         print(f"{label:<22} asgdsim {sim:10,.0f}  bare SimPy {bare:10,.0f} gradients/s  "
               f"ratio {sim / bare:.2f}  (bar 0.5)")
+    big = asgdsim.load_scenario(ROOT / "scenarios" / "tsubame-kfc-dl-vgg16.yaml", overrides={
+        "cluster.nodes": 512, "workload.model": "resnet50",
+        "algorithm": {"kind": "downpour", "n_fetch": 2, "n_push": 4, "servers": 64},
+        "stop": {"gradients": 200_000}})
+    costs, c = costs_of(big), big.cluster
+    sim = best_rate(lambda: asgdsim.simulate(big).summary["gradients"], repeats=1)
+    bare = best_rate(lambda: bare_downpour_modelled(c.nodes, c.gpus_per_node, c.gpus_per_host_link,
+                                                    64, costs, 2, 4, 200_000), repeats=1)
+    print(f"{'downpour, 4096 GPUs':<22} asgdsim {sim:10,.0f}  bare SimPy {bare:10,.0f} gradients/s  "
+          f"ratio {sim / bare:.2f}  (bar 0.5)")
 
 
 if __name__ == "__main__":

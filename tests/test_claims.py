@@ -92,8 +92,10 @@ CLAIMS = [
      lambda run: 1e3 * run("dutta-k-sync-exponential").summary["analytic"]["t_update_s"]),
     ("dutta-k-sync-exponential.yaml", "and {:,} steps are cancelled",
      summary("dutta-k-sync-exponential", "cancelled_steps")),
-    ("dgx1-ssp-resnet50.yaml", "port is busy {:.0f} % of the", utilisation("dgx1-ssp-resnet50", "server_port_in")),
-    ("dgx1-ssp-resnet50.yaml", "the mean staleness is {:.2f},", summary("dgx1-ssp-resnet50", "staleness", "mean")),
+    ("dgx1-ssp-resnet50.yaml", "The mean staleness is {:.2f},", summary("dgx1-ssp-resnet50", "staleness", "mean")),
+    ("k80-sync-stragglers.yaml", "grows from {:.3f} s to", summary("k80-sync-baseline", "analytic", "t_update_s")),
+    ("k80-sync-stragglers.yaml", "to {:.3f} s.", summary("k80-sync-stragglers", "analytic", "t_update_s")),
+    ("ideal-async-slow-learners.yaml", "staleness stays L - 1 = {:.0f},", summary("ideal-async-slow-learners", "staleness", "mean")),
 ]
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..specs import Count, _Spec
 from ..renewal import kth_event_mean, kth_event_staggered
 from .kind import Kind, powers_of_two
-from .server import busy_port, loop, wire
+from .server import loop, wire
 
 
 class KSyncSpec(_Spec):

@@ -214,20 +214,22 @@ class DownpourLearner(ServerLearner):
         env, server, recorder = self.env, self.server, self.server.recorder
         before, after, reply = self.before, self.after, self.reply
         n_fetch, n_push, index, sub_batch = self.n_fetch, self.n_push, self.index, self.sub_batch
-        version, step = 0, 0
+        next_compute, timeout, gradient = self.compute.__next__, env.timeout, recorder.gradient
+        version, step, busy = 0, 0, 0.0
         unpushed: list[tuple[int, float]] = []    # (version read, step start) of each gradient
         while True:
             unpushed.append((version, env.now))
             if before:
                 yield from run_stages(env, before)
-            duration = next(self.compute)
-            yield env.timeout(duration)
-            self.busy_s += duration
+            duration = next_compute()
+            yield timeout(duration)
+            self.busy_s = busy = busy + duration
             step += 1
             if step % n_push == 0:
                 if after:
                     yield from run_stages(env, after)
-                server.push([recorder.gradient(index, read, t_start, env.now, sub_batch)
+                now = env.now
+                server.push([gradient(index, read, t_start, now, sub_batch)
                              for read, t_start in unpushed])
                 unpushed = []
             if step % n_fetch == 0:

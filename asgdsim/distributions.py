@@ -34,8 +34,34 @@ _BLOCK = 4096
 FAMILIES = ("expon", "uniform", "gamma", "lognorm")
 
 
+class _Duration:
+    """What every step law derives from its mean, variance and ``sample``."""
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.var)
+
+    @property
+    def cv(self) -> float:
+        return self.std / self.mean
+
+    def _blocks(self, rng: np.random.Generator) -> Iterator[float]:
+        # blocks grow from a few draws to _BLOCK, so thousands of learners that
+        # each take only a few steps do not pay for draws they never use
+        size = 16
+        while True:
+            yield from self.sample(rng, size).tolist()
+            size = min(2 * size, _BLOCK)
+
+    def _gamma_sum(self, k: int) -> Law:
+        """The gamma of the mean and variance of k draws' sum (their shifts added)."""
+        mean, var = k * (self.mean - self.shift), k * self.var
+        return Law(f"sum of {k} {self.name}", "gamma", scale=var / mean, shape=mean**2 / var,
+                   shift=k * self.shift)
+
+
 @dataclass(frozen=True)
-class Law:
+class Law(_Duration):
     """A random duration ``shift + loc + scale x D``, D standard of ``family``
     with ``shape`` (gamma's a, lognormal's sigma); ``family`` None is the
     constant ``shift``. ``name`` is the scenario's word for the law."""
@@ -63,14 +89,6 @@ class Law:
     def var(self) -> float:
         return self.scale**2 * _standard_var(self.family, self.shape)
 
-    @property
-    def std(self) -> float:
-        return math.sqrt(self.var)
-
-    @property
-    def cv(self) -> float:
-        return self.std / self.mean
-
     def scaled(self, factor: float) -> Law:
         """The law of ``factor * X``."""
         return replace(self, scale=self.scale * factor, loc=self.loc * factor,
@@ -87,9 +105,7 @@ class Law:
         if self.family in ("expon", "gamma") and self.loc == 0:
             shape = self.shape if self.family == "gamma" else 1.0
             return Law("gamma", "gamma", scale=self.scale, shape=k * shape, shift=k * self.shift)
-        mean, var = k * (self.mean - self.shift), k * self.var
-        return Law(f"sum of {k} {self.name}", "gamma", scale=var / mean, shape=mean**2 / var,
-                   shift=k * self.shift)
+        return self._gamma_sum(k)
 
     @property
     def sums_exactly(self) -> bool:
@@ -118,14 +134,6 @@ class Law:
         if self.family is None:
             return itertools.repeat(self.shift)
         return self._blocks(rng)
-
-    def _blocks(self, rng: np.random.Generator) -> Iterator[float]:
-        # blocks grow from a few draws to _BLOCK, so thousands of learners that
-        # each take only a few steps do not pay for draws they never use
-        size = 16
-        while True:
-            yield from self.sample(rng, size).tolist()
-            size = min(2 * size, _BLOCK)
 
     def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
         """P(X <= x), vectorised over x."""
@@ -256,7 +264,7 @@ def law_from_spec(spec: LawSpec) -> Law:
 
 
 @dataclass(frozen=True)
-class Straggling:
+class Straggling(_Duration):
     """A step law with stragglers: each step, independently with
     ``probability``, takes ``slowdown`` times its draw from ``base`` (then
     ``shift`` is added). It answers what :class:`Law` answers: moments and
@@ -284,14 +292,6 @@ class Straggling:
         second = (b.var + b.mean**2) * (1 - p + p * f * f)
         return second - (self.mean - self.shift) ** 2
 
-    @property
-    def std(self) -> float:
-        return math.sqrt(self.var)
-
-    @property
-    def cv(self) -> float:
-        return self.std / self.mean
-
     def scaled(self, factor: float) -> Straggling:
         return replace(self, base=self.base.scaled(factor), shift=self.shift * factor)
 
@@ -300,11 +300,7 @@ class Straggling:
 
     def sum_of(self, k: int) -> Law:
         """The gamma of the same mean and variance (an approximation)."""
-        if k == 1:
-            return self
-        mean, var = k * (self.mean - self.shift), k * self.var
-        return Law(f"sum of {k} {self.name}", "gamma", scale=var / mean, shape=mean**2 / var,
-                   shift=k * self.shift)
+        return self if k == 1 else self._gamma_sum(k)
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         draws = self.base.sample(rng, size)
@@ -312,10 +308,7 @@ class Straggling:
         return self.shift + np.where(slow, self.slowdown * draws, draws)
 
     def sampler(self, rng: np.random.Generator) -> Iterator[float]:
-        size = 16
-        while True:
-            yield from self.sample(rng, size).tolist()
-            size = min(2 * size, _BLOCK)
+        return self._blocks(rng)
 
     def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
         x = np.asarray(x, dtype=float) - self.shift

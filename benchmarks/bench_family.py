@@ -32,21 +32,9 @@ import asgdsim
 from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
 from bench_core import best_rate   # benchmarks/ is the script's folder
+from bench_kinds import GRADIENTS, LEARNERS, scenario
 
 ROOT = Path(__file__).resolve().parents[1]
-
-LEARNERS, GRADIENTS = 16, 200_000
-
-
-def scenario(kind: str, **algorithm) -> dict:
-    return {"name": f"bench-{kind}",
-            "workload": {"model": "alexnet", "dataset_samples": 1281167, "sub_batch": 1},
-            "cluster": {"nodes": 1, "gpus_per_node": LEARNERS, "gpu": "K80", "network": "ib-fdr"},
-            "algorithm": {"kind": kind, **algorithm},
-            "timing": {"compute": {"distribution": "exponential", "mean": 1.0},
-                       "communication": "ideal"},
-            "stop": {"gradients": GRADIENTS}}
-
 
 def run_bare(learner, gradients: int, seed: int = 0) -> int:
     """Run LEARNERS copies of ``learner(env, rng, state, index)`` until the

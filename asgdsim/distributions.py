@@ -221,7 +221,12 @@ class Law(_Duration):
 
         tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(base + x))  # noqa: E731
         upper = self.ppf(1 - 1e-12 / n) - base
-        return base + integrate.quad(tail, 0.0, upper, limit=400)[0]
+        # break points where the order statistic's mass is, so a long tail
+        # does not hide it from the quadrature
+        points = sorted({self.ppf(q) - base for q in (0.01 / n, 0.5 / n, k / (n + 1), 0.5,
+                                                       1 - 0.5 / n)} - {0.0})
+        return base + integrate.quad(tail, 0.0, upper, limit=400,
+                                     points=[p for p in points if 0 < p < upper])[0]
 
 
 def _standard_mean(family: str | None, shape: float) -> float:

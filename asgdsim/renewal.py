@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 __all__ = ["kth_event_mean", "kth_event_staggered"]
 
@@ -30,8 +31,11 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     # sum by FFT, truncated at k
     rounds = math.ceil(k / learners)
     most = rounds + 8 + int(6 * math.sqrt(rounds))
-    upper = law.sum_of(rounds).ppf(1 - 1e-12 / learners)
-    grid = np.linspace(0.0, upper, 1025)
+    # the grid at quantiles of one step and of the sums around the k-th
+    # event's, so a long tail does not leave the answer between two points
+    q = special.expit(np.linspace(-23.0, 23.0, 401))
+    grid = np.unique(np.concatenate([[0.0], *([law.sum_of(j).ppf(p) for p in q]
+                                              for j in sorted({1, rounds, rounds + 1}))]))
     at_least = np.stack([np.ones_like(grid)] + [law.sum_of(j).cdf(grid) for j in range(1, most + 1)])
     one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T          # (grid, counts 0..most-1)
     one = np.pad(one, ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]

@@ -268,3 +268,13 @@ def test_ssp_needs_a_bound_of_at_least_zero():
 def test_a_key_of_another_kind_is_refused():
     with pytest.raises(ScenarioError, match="n"):
         kind({"kind": "k-sync", "k": 2, "n": 2})
+
+
+def test_the_kth_event_of_long_tailed_steps():
+    # the first of 16 events is the minimum of 16 first steps: the renewal
+    # integral must give the order statistic, even for a lognormal of cv 2
+    from asgdsim.distributions import law_from_spec
+    from asgdsim.renewal import kth_event_mean
+    from asgdsim.specs import LawSpec
+    law = law_from_spec(LawSpec(distribution="lognormal", mean=1.0, cv=2.0))
+    assert kth_event_mean(law, 16, 1)[0] == pytest.approx(law.expected_order(1, 16), rel=2e-3)

@@ -11,10 +11,12 @@ need, and the clock of stale synchronous parallel.
   distinct learners; they wait for its update, the others go on with their
   steps and join the next round.
 - :class:`CancellingRound` (``k-sync``, ``k-batch-sync``) closes a round at
-  its K-th gradient: steps still computing stop there, gradients still on
-  their way are dropped (both counted in ``cancelled``, never applied), and
-  after the update every learner restarts from the new weights
-  (:class:`RoundLearner`).
+  its K-th gradient: steps still reading their sub-batch or computing stop
+  there, gradients still on their way are dropped (both counted in
+  ``cancelled``, never applied), and after the update every learner
+  restarts from the new weights (:class:`RoundLearner`). A step begins with
+  the read of its sub-batch: a learner still pulling the weights when a
+  round closes has begun none, and pulls the newest.
 - :class:`StalenessClock` (``ssp``) holds a learner back from its step i
   until every learner has pushed i - s gradients.
 
@@ -174,9 +176,8 @@ class RoundLearner(ServerLearner):
                 version = max(version, bisect_right(recorder.update_t, start))
                 if rounds.weights.version == version:
                     break
-                # a round closed while the weights were on their way: the
-                # step they were for is cancelled; pull the newest
-                rounds.cancelled += 1
+                # a round closed while the weights were on their way: pull
+                # the newest (no step had begun, so none is cancelled)
 
 
 class StalenessClock:

@@ -28,6 +28,7 @@ runs to its end.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Generator
 
 import simpy
@@ -77,6 +78,44 @@ class BatchServer:
         return self.weights.apply(rows)
 
 
+class _Turn:
+    __slots__ = ("event", "abandoned")
+
+    def __init__(self, event: simpy.Event):
+        self.event, self.abandoned = event, False
+
+    def give_up(self) -> None:
+        self.abandoned = True
+
+
+class Turns:
+    """One at a time, first come first served, and a waiter may leave the
+    queue in no time: it is skipped when its turn comes (a ``simpy.Resource``
+    removes a cancelled request from its list, which costs the queue's
+    length, thousands of times a round at 4096 learners)."""
+
+    def __init__(self, env: simpy.Environment):
+        self.env, self.busy = env, False
+        self._queue: deque[_Turn] = deque()
+
+    def ask(self) -> _Turn:
+        turn = _Turn(self.env.event())
+        if self.busy:
+            self._queue.append(turn)
+        else:
+            self.busy = True
+            turn.event.succeed()
+        return turn
+
+    def done(self) -> None:
+        while self._queue:
+            turn = self._queue.popleft()
+            if not turn.abandoned:
+                turn.event.succeed()
+                return
+        self.busy = False
+
+
 class CancellingRound:
     """The rounds of ``k-sync`` and ``k-batch-sync``: a round closes at its
     ``k``-th gradient; the update is published ``update_s`` later."""
@@ -91,7 +130,7 @@ class CancellingRound:
         self._rows: list[int] = []
         #: the server's port, taken in turn by pushes that a closing round can
         #: still stop (a Link's transfers, once asked for, cannot be)
-        self.port = simpy.Resource(env, capacity=1)
+        self.port = Turns(env)
         self.closed = env.event()       # this round has its k gradients
         self.published = env.event()    # ... and its update is applied: the version
 
@@ -130,10 +169,17 @@ class RoundLearner(ServerLearner):
         port when its round closes is not sent. True if it was."""
         for links, duration in self.after:
             if links[0].name.startswith("server_port_in"):
-                with self.server.port.request() as turn:
-                    if closed in (yield turn | closed):
-                        return False
-                    yield from transfer_over(self.env, links, duration)
+                port = self.server.port
+                turn = port.ask()
+                yield turn.event | closed
+                if closed.triggered:
+                    if turn.event.triggered:      # its turn came as the round closed
+                        port.done()
+                    else:
+                        turn.give_up()
+                    return False
+                yield from transfer_over(self.env, links, duration)
+                port.done()
             else:
                 yield from run_stages(self.env, ((links, duration),))
         return True

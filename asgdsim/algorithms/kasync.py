@@ -36,8 +36,9 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from .kind import Kind, powers_of_two
-from .server import ASYNC, SYNC, build_with, busy_port, loop, predict_async
+from .kind import Kind, draw_k, powers_of_two
+from .ksync import SHARES
+from .server import ASYNC, SYNC, busy_port, loop, predict_async, wire
 
 
 #: steps steadier than this keep near the fixed-step schedule for a while
@@ -52,14 +53,12 @@ class Spec(_Spec):
 
 
 def build(env, scenario, costs, weights, recorder, seed):
-    from ..components.server import SyncServer
+    from ..components.server import ServerLearner, SyncServer
 
     if scenario.algorithm.k == 1:
         return ASYNC.build(env, scenario, costs, weights, recorder, seed)
-
-    def first_k(env, weights, recorder, costs, learners):
-        return SyncServer(env, weights, recorder, costs.server_update_s, scenario.algorithm.k)
-    return build_with(first_k)(env, scenario, costs, weights, recorder, seed)
+    first_k = SyncServer(env, weights, recorder, costs.server_update_s, scenario.algorithm.k)
+    return wire(env, scenario, costs, seed, "server", first_k, ServerLearner)
 
 
 def _truncated_geometric(p: float, updates: int):
@@ -179,10 +178,5 @@ def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.pad(a, (0, size - len(a))) + np.pad(b, (0, size - len(b)))
 
 
-def draw(rng, ideal: bool, learners: int):
-    k = max(1, round(learners * float(rng.choice([0.0625, 0.125, 0.25, 0.5, 0.75, 1.0]))))
-    return {"k": k}, {}, lambda learners: k
-
-
-KIND = Kind(Spec, loop, build, predict, draw=draw,
+KIND = Kind(Spec, loop, build, predict, draw=draw_k(SHARES),
             knob=lambda learners: ("k", powers_of_two(learners)))

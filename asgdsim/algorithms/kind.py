@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Kind", "powers_of_two"]
+__all__ = ["Kind", "draw_k", "powers_of_two"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,14 @@ class Kind:
     #: learners -> (the ``algorithm`` key that trades speed against mini-batch
     #: or staleness, the values worth trying): ``plan`` searches it too
     knob: Callable[[int], tuple[str, list[int]]] | None = None
+
+
+def draw_k(shares: list[float]):
+    """A ``Kind.draw`` of ``k`` as users choose it: a share of the learners."""
+    def draw(rng, ideal: bool, learners: int):
+        k = max(1, round(learners * float(rng.choice(shares))))
+        return {"k": k}, {}, lambda learners: k
+    return draw
 
 
 def powers_of_two(most: int) -> list[int]:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..specs import Count, _Spec
 from ..renewal import kth_event_mean, kth_event_staggered
-from .kind import Kind, powers_of_two
+from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
 
 
@@ -141,14 +141,9 @@ def predict(scenario, costs):
         gradients=rounds * k, updates=rounds)
 
 
-def draw(rng, ideal: bool, learners: int, batch: bool = False):
-    # K as users choose it: a share of the learners (k-batch-sync: up to twice them)
-    shares = [0.0625, 0.125, 0.25, 0.5, 0.75, 1.0] + ([2.0] if batch else [])
-    k = max(1, round(learners * float(rng.choice(shares))))
-    return {"k": k}, {}, lambda learners: k
+SHARES = [0.0625, 0.125, 0.25, 0.5, 0.75, 1.0]
 
-
-K_SYNC = Kind(KSyncSpec, loop, build, predict, draw=draw,
+K_SYNC = Kind(KSyncSpec, loop, build, predict, draw=draw_k(SHARES),
               knob=lambda learners: ("k", powers_of_two(learners)))
-K_BATCH_SYNC = Kind(KBatchSyncSpec, loop, build, predict, draw=partial(draw, batch=True),
+K_BATCH_SYNC = Kind(KBatchSyncSpec, loop, build, predict, draw=draw_k(SHARES + [2.0]),
                     knob=lambda learners: ("k", powers_of_two(4 * learners)))

@@ -26,7 +26,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from .kind import Kind, powers_of_two
+from .kind import Kind, draw_k, powers_of_two
 from .server import ASYNC, loop, predict_async, wire
 
 
@@ -121,12 +121,7 @@ def draw_softsync(rng, ideal: bool, learners: int):
     return {"n": n}, {}, lambda learners: max(1, learners // n)
 
 
-def draw_k_batch(rng, ideal: bool, learners: int):
-    k = max(1, round(learners * float(rng.choice([0.125, 0.25, 0.5, 1, 2]))))
-    return {"k": k}, {}, lambda learners: k
-
-
 SOFTSYNC = Kind(SoftsyncSpec, loop, build, predict, draw=draw_softsync,
                 knob=lambda learners: ("n", powers_of_two(learners)))
-K_BATCH_ASYNC = Kind(KBatchAsyncSpec, loop, build, predict, draw=draw_k_batch,
+K_BATCH_ASYNC = Kind(KBatchAsyncSpec, loop, build, predict, draw=draw_k([0.125, 0.25, 0.5, 1, 2]),
                      knob=lambda learners: ("k", powers_of_two(4 * learners)))

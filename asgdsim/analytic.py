@@ -36,7 +36,7 @@ from scipy import special
 
 from . import mva
 from .costs import Costs, costs_of
-from .distributions import Law
+from .distributions import Law, Straggling
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf
 from .renewal import kth_event_mean
@@ -976,6 +976,18 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
                       else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
     }
     outside = _random_contention(util, law, loop.overhead_s)
+    resource, use = node.waits
+    if (outside is None and in_phase and 0 < sd < use and node.paced_by is None
+            and _sparse(windows, min(split, horizon), T)):
+        outside = (f"{OUTSIDE}: GPUs in phase wait for one another at {resource} "
+                   f"({1e3 * use:.3g} ms a use), and their step noise ({1e3 * sd:.3g} ms) "
+                   "reshuffles that queue's order; the closed form keeps the schedule's")
+    if outside is None and in_phase and isinstance(law, Straggling):
+        jumps = law.probability * horizon / period
+        if jumps < RARE_JUMPS:
+            outside = (f"{OUTSIDE}: a GPU straggles {jumps:.2g} times on average in the run; "
+                       "the closed form takes the drift apart of GPUs that start in phase as a "
+                       "smooth random walk, which needs many slow steps")
     if outside is None and isinstance(tail, _Tail) and not tail.stationary and sd > 0:
         outside = (f"{OUTSIDE}: GPUs that share a resource for half a cycle or more keep their "
                    "turns; past the first {:.0f} steps their spacing is taken as the "
@@ -988,6 +1000,18 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         steady_throughput_samples_per_s=sc.workload.sub_batch * g / period,
         staleness=staleness, gradients_per_update=minibatch, laws=laws,
         gradients=gradients, updates=updates)
+
+
+#: slow steps per GPU below which stragglers move the phases by rare jumps
+RARE_JUMPS = 10
+
+
+def _sparse(windows: Windows, until: float, T: float) -> bool:
+    """Whether a window in ten or more holds nothing (then which GPU
+    delivers where decides what is an update)."""
+    first = int(windows.first[0])
+    span = until / T - first
+    return span > 0 and float(windows.updates_by(until) - windows.updates_by(first * T)) < 0.9 * span
 
 
 def _paces(skeleton: np.ndarray, found: tuple[int, np.ndarray] | None) -> np.ndarray:
@@ -1019,6 +1043,7 @@ class _NodeSchedule:
     deliveries: np.ndarray                  # slots x steps
     units: tuple[tuple[int, ...], ...]
     paced_by: str | None                    # the saturated resource, if any
+    waits: tuple[str, float] = ("", 0.0)    # the longest use some GPU waits for, and where
 
 
 #: steps of a node's schedule walked in the skeleton; a periodic schedule is
@@ -1060,8 +1085,13 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
         found = period_of(deliveries)
         deliveries = (_extend(deliveries, steps, found) if found is not None else  # else walk all
                       Skeleton().walk([0.0] * slots, [o * steps for o in one])[:, per_step - 1::per_step])
+    waited = [(float(np.median([use for _, use in uses])), name) for (name, _, _), uses
+              in pairs.items() if np.median([gap for gap, _ in uses]) == 0.0]
+    use, name = max(waited, default=(0.0, ""))
+    waits = (name.split("[")[0], use)
     if busy >= 0.99 and noise_sd > 0:
-        return _NodeSchedule(deliveries, tuple((s,) for s in range(slots)), resource.split("[")[0])
+        return _NodeSchedule(deliveries, tuple((s,) for s in range(slots)), resource.split("[")[0],
+                             waits)
     parent = list(range(slots))
 
     def root(x: int) -> int:
@@ -1079,7 +1109,7 @@ def _sprint_skeleton(topo: Topology, loop: Loop, step: float, steps: int, noise_
     groups: dict[int, list[int]] = {}
     for slot in range(slots):
         groups.setdefault(root(slot), []).append(slot)
-    return _NodeSchedule(deliveries, tuple(tuple(g) for g in groups.values()), None)
+    return _NodeSchedule(deliveries, tuple(tuple(g) for g in groups.values()), None, waits)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ FAMILIES = ("expon", "uniform", "gamma", "lognorm")
 class _Duration:
     """What every step law derives from its mean, variance and ``sample``."""
 
+    #: how :meth:`sum_of` takes a sum where it is not exact (words for ``laws``)
+    sums_taken = "as gammas of their moments"
+
     @property
     def std(self) -> float:
         return math.sqrt(self.var)
@@ -286,6 +289,7 @@ class Straggling(_Duration):
 
     is_constant = False
     sums_exactly = False
+    sums_taken = "as mixtures over how many straggle, each a gamma of its moments"
 
     @property
     def mean(self) -> float:
@@ -303,9 +307,34 @@ class Straggling(_Duration):
     def plus(self, constant: float) -> Straggling:
         return replace(self, shift=self.shift + constant)
 
-    def sum_of(self, k: int) -> Law:
-        """The gamma of the same mean and variance (an approximation)."""
-        return self if k == 1 else self._gamma_sum(k)
+    def sum_of(self, k: int) -> Straggling | Mixture:
+        """The sum of ``k`` steps, as the mixture over how many of them
+        straggle (binomial): m slow steps and k - m others sum to a
+        constant where the base law is one, else to the gamma of that
+        sum's mean and variance (exact for a gamma base when m is 0 or k).
+        One gamma for the whole sum would smear the mixture's modes, which
+        are what a few steps' sum looks like."""
+        if k == 1:
+            return self
+        b, f = self.base, self.slowdown
+        m = np.arange(k + 1)
+        weights = np.exp(special.gammaln(k + 1) - special.gammaln(m + 1) - special.gammaln(k - m + 1)
+                         + m * math.log(self.probability) + (k - m) * math.log1p(-self.probability))
+        parts = []
+        for slow, weight in zip(m.tolist(), weights.tolist()):
+            if weight < 1e-12:
+                continue
+            fast = k - slow
+            shift = k * self.shift + b.shift * (fast + f * slow)
+            random_mean = (b.mean - b.shift) * (fast + f * slow)
+            var = b.var * (fast + f * f * slow)
+            part = (Law.constant(shift + random_mean) if var == 0 else
+                    Law(f"sum of {k}", "gamma", scale=var / random_mean,
+                        shape=random_mean**2 / var, shift=shift))
+            parts.append((weight, part))
+        total = sum(w for w, _ in parts)
+        return Mixture(f"sum of {k} {self.name}", tuple(w / total for w, _ in parts),
+                       tuple(part for _, part in parts))
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         draws = self.base.sample(rng, size)
@@ -348,6 +377,78 @@ class Straggling(_Duration):
         upper = self.ppf(1 - 1e-12 / n)
         tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
         breaks = sorted({self.shift + self.base.ppf(0.5), self.shift + self.slowdown * self.base.ppf(0.5)})
+        return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
+
+
+@dataclass(frozen=True)
+class Mixture(_Duration):
+    """A law that is ``parts[i]`` with probability ``weights[i]``: what a
+    sum of a few straggling steps is. Moments and the cdf are the parts'
+    weighted; quantiles and order statistics numerically."""
+
+    name: str
+    weights: tuple[float, ...]
+    parts: tuple[Law, ...]
+    shift = 0.0
+    is_constant = False
+    sums_exactly = False
+
+    @property
+    def mean(self) -> float:
+        return math.fsum(w * p.mean for w, p in zip(self.weights, self.parts))
+
+    @property
+    def var(self) -> float:
+        second = math.fsum(w * (p.var + p.mean**2) for w, p in zip(self.weights, self.parts))
+        return max(second - self.mean**2, 0.0)
+
+    def scaled(self, factor: float) -> Mixture:
+        return replace(self, parts=tuple(p.scaled(factor) for p in self.parts))
+
+    def plus(self, constant: float) -> Mixture:
+        return replace(self, parts=tuple(p.plus(constant) for p in self.parts))
+
+    def sum_of(self, k: int) -> Law | Mixture:
+        return self if k == 1 else self._gamma_sum(k)
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        which = rng.choice(len(self.parts), size=size, p=self.weights)
+        draws = np.empty(size)
+        for i, part in enumerate(self.parts):
+            chosen = which == i
+            draws[chosen] = part.sample(rng, int(chosen.sum()))
+        return draws
+
+    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
+        return self._blocks(rng)
+
+    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
+        result = sum(w * np.asarray(p.cdf(x)) for w, p in zip(self.weights, self.parts))
+        return float(result) if np.ndim(result) == 0 else result
+
+    def ppf(self, q: float) -> float:
+        from scipy.optimize import brentq
+
+        lo = min(p.ppf(min(q, 1 - 1e-15)) for p in self.parts)
+        hi = max(p.ppf(min(q, 1 - 1e-15)) for p in self.parts)
+        if hi <= lo or self.cdf(lo) >= q:
+            return lo
+        return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
+
+    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        result = sum(w * np.asarray(p.partial_expectation(y)) for w, p in zip(self.weights, self.parts))
+        return float(result) if np.ndim(result) == 0 else result
+
+    def expected_max(self, n: int) -> float:
+        return self.expected_order(n, n)
+
+    def expected_order(self, k: int, n: int) -> float:
+        """E[k-th smallest of n draws], by quadrature of P(X_(k) > x)."""
+        from scipy import integrate
+
+        upper = self.ppf(1 - 1e-12 / n)
+        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
+        breaks = sorted({p.ppf(0.5) for p in self.parts if 0 < p.ppf(0.5) < upper})
         return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
 
 

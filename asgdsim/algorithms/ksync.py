@@ -84,13 +84,13 @@ def predict(scenario, costs):
                 # 10 to 50 % off against Monte Carlo for lognormal cv >= 1
                 # and straggling exponentials
                 outside = (f"{OUTSIDE}: a learner's sums of {law.name} steps (cv {law.cv:.2g}) "
-                           "are taken as gammas of their moments, too rough a law here")
+                           f"are taken {law.sums_taken}, too rough a law here")
         else:
             step, exact = law.expected_order(k, L), True
             how = "E[K-th of L steps]"
         first = steady = step + update_s
         epoch_law = f"{'exact' if exact else 'approximation'}: rounds of {how}" + (
-            "" if exact else f" (the sums of {law.name} steps as gammas of their moments)")
+            "" if exact else f" (the sums of {law.name} steps {law.sums_taken})")
     elif batch:
         # each learner's steps repeat its reads and push; the pulls that
         # start a round are walked as sync's

@@ -977,11 +977,15 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     }
     outside = _random_contention(util, law, loop.overhead_s)
     resource, use = node.waits
+    # a queue's order decides the updates where windows are sparse, and the
+    # waiting where the resource is busy
     if (outside is None and in_phase and 0 < sd < use and node.paced_by is None
-            and _sparse(windows, min(split, horizon), T)):
+            and (_sparse(windows, min(split, horizon), T)
+                 or util.get(resource, 0.0) >= CONTENTION_UTILISATION)):
         outside = (f"{OUTSIDE}: GPUs in phase wait for one another at {resource} "
-                   f"({1e3 * use:.3g} ms a use), and their step noise ({1e3 * sd:.3g} ms) "
-                   "reshuffles that queue's order; the closed form keeps the schedule's")
+                   f"({util.get(resource, 0.0):.0%} busy, {1e3 * use:.3g} ms a use), and their "
+                   f"step noise ({1e3 * sd:.3g} ms) reshuffles that queue's order; the closed "
+                   "form keeps the schedule's")
     if outside is None and in_phase and isinstance(law, Straggling):
         jumps = law.probability * horizon / period
         if jumps < RARE_JUMPS:

@@ -26,6 +26,19 @@ own efficiencies, and a convolution whose exact geometry was measured on it
 takes the measured time at the nearest measured batch, scaled to the batch
 asked for by the ratio of the calibrated roofline's times at the two batches
 (FLOPs and bytes grow with the batch, the fixed cost does not). ``roofline`` uses the architecture's efficiencies only.
+
+A table may record one algorithm rather than the fastest. DeepBench's first
+release (baidu-research/DeepBench@86e6e14, September 2016) let cuDNN's
+heuristic pick each convolution's algorithm (``cudnnGet*Algorithm``,
+PREFER_FASTEST); it timed them all only from ae66860 (May 2017, "switch to
+find from get", with cuDNN 6 support). Its cuDNN 5 sheets (M40, Titan X
+Maxwell and Pascal; drivers 352.99 and 367.48, of 2015-16) are of the first
+kind: for a TitanX-Pascal convolution of 128 to 256 channels at 56 x 56 the
+heuristic took FFT at three times the calibrated roofline. Frameworks
+autotune (cudnn.benchmark in jcjohnson/cnn-benchmarks' utils.lua and in
+PyTorch runs, cudnn_exhaustive_search in Caffe2's benchmarks), so a kernel
+from such a sheet is an upper bound: it costs the lesser of the measured
+time and the calibrated roofline (``HEURISTIC_TABLES``).
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -62,6 +76,9 @@ MEMORY_EFFICIENCY = 0.6
 #: architectures without kernel tables, and the one whose efficiencies they take
 ASSUMED_LIKE = {"ampere": "volta", "hopper": "volta", "unknown": "pascal"}
 PASSES = ("fwd", "bwd_data", "bwd_filter")
+#: kernel tables whose algorithm cuDNN's heuristic chose, not a timed search:
+#: DeepBench's cuDNN 5 sheets (see the module's docstring)
+HEURISTIC_TABLES = re.compile(r"^CUDA [\d.]+ / cuDNN 5$")
 
 
 @dataclass(frozen=True)
@@ -354,8 +371,11 @@ class KernelModel:
             measured_s = _nearest(rows, pass_, n) if rows is not None else None
             if measured_s is not None:
                 # the nearest measured batch, scaled by the roofline's own ratio
-                seconds, batch = measured_s
+                seconds, batch, upper_bound = measured_s
                 times[pass_] = seconds * modelled(pass_, n) / modelled(pass_, batch)
+                if upper_bound:
+                    # the heuristic's algorithm: an autotuner runs the fastest
+                    times[pass_] = min(times[pass_], modelled(pass_, n))
                 sources.add("table")
             else:
                 times[pass_] = modelled(pass_, n)
@@ -496,10 +516,11 @@ def shipped_fits() -> dict | None:
 
 
 @cache
-def _measured(gpu: str, extra: str | None) -> dict[tuple, dict[str, tuple[np.ndarray, np.ndarray]]]:
+def _measured(gpu: str, extra: str | None) -> dict[tuple, dict[str, tuple[np.ndarray, np.ndarray, bool]]]:
     """A GPU's measured kernels by exact geometry: convolutions, and GEMMs
     with all three passes (as ``asgdsim profile`` writes fully connected
-    layers); for each, per pass, the batches and seconds measured."""
+    layers); for each, per pass, the batches and seconds measured, and
+    whether they are only an upper bound (``HEURISTIC_TABLES``)."""
     table = kernel_table(extra)
     rows = table[table["gpu"] == gpu]
     conv = rows[rows["op"] == "conv"]
@@ -509,16 +530,17 @@ def _measured(gpu: str, extra: str | None) -> dict[tuple, dict[str, tuple[np.nda
     for key, group in gemm.groupby(["gemm_m", "gemm_k"]):
         if set(group["pass"]) >= set(PASSES):
             groups[("gemm", *key)] = group.drop(columns="n").rename(columns={"gemm_n": "n"})
-    return {key: {pass_: (part["n"].to_numpy(dtype=float), part["ms"].to_numpy(dtype=float) / 1e3)
+    return {key: {pass_: (part["n"].to_numpy(dtype=float), part["ms"].to_numpy(dtype=float) / 1e3,
+                          bool(part["library"].fillna("").str.match(HEURISTIC_TABLES).all()))
                   for pass_, part in group.groupby("pass")}
             for key, group in groups.items()}
 
 
-def _nearest(measured: dict[str, tuple[np.ndarray, np.ndarray]], pass_: str,
-             n: int) -> tuple[float, int] | None:
-    """(seconds, batch) of the measurement nearest to batch n, by ratio."""
+def _nearest(measured: dict[str, tuple[np.ndarray, np.ndarray, bool]], pass_: str,
+             n: int) -> tuple[float, int, bool] | None:
+    """(seconds, batch, upper bound) of the measurement nearest to batch n, by ratio."""
     if pass_ not in measured:
         return None
-    batches, seconds = measured[pass_]
+    batches, seconds, upper_bound = measured[pass_]
     i = int(np.argmin(np.abs(np.log(batches / n))))
-    return float(seconds[i]), int(batches[i])
+    return float(seconds[i]), int(batches[i]), upper_bound

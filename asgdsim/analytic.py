@@ -119,6 +119,10 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
         from .faults import with_slow_learners
         kind_form = closed_form
         closed_form = lambda sc, c: with_slow_learners(sc, c, kind_form(sc, c))  # noqa: E731
+    if scenario.faults.link_slowdowns:
+        from .faults import with_link_slowdowns
+        form = closed_form
+        closed_form = lambda sc, c: with_link_slowdowns(sc, form(sc, c))  # noqa: E731
     whole = closed_form(scenario, costs)
     if scenario.stop.warmup is None:
         return whole

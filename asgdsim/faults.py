@@ -28,7 +28,21 @@ from dataclasses import replace
 import numpy as np
 from scipy import integrate
 
-__all__ = ["with_slow_learners"]
+__all__ = ["with_slow_learners", "with_link_slowdowns"]
+
+
+def with_link_slowdowns(scenario, whole):
+    """The closed form prices every link at its full rate: a run whose links
+    slow down for a while is outside its assumptions (the simulator's
+    figures are exact for the window; see components/slowdown.py)."""
+    from .analytic import OUTSIDE
+
+    windows = "; ".join(f"{s.links} at {s.factor:g} of its rate from {s.from_:g} s to {s.to:g} s"
+                        for s in scenario.faults.link_slowdowns)
+    laws = dict(whole.laws)
+    laws.setdefault("assumptions", f"{OUTSIDE}: links slow down ({windows}), and the closed "
+                    "form takes every link at its full rate")
+    return replace(whole, laws=laws)
 
 
 def with_slow_learners(scenario, costs, whole):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import (BaseModel, BeforeValidator, Discriminator, Field, Tag,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
                       ValidationError, field_serializer, field_validator, model_validator)
 
 from . import catalog
@@ -29,7 +29,7 @@ from .algorithms import Algorithm
 from .errors import ScenarioError
 from .memory import Footprint, footprint
 from .specs import (Bytes, BytesPerSecond, Count, GpuSpec, JitterSpec, LawSpec, Link, LinkSpec,
-                    ModelSpec, Seconds, _from_catalog, _model, _Spec, catalog_model)
+                    ModelSpec, Seconds, SecondsOrZero, _from_catalog, _model, _Spec, catalog_model)
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "resolved_yaml",
            "LawSpec", "GpuSpec", "LinkSpec", "ModelSpec"]
@@ -248,13 +248,33 @@ def _not_yet(name: str):
     return BeforeValidator(refuse)
 
 
+class LinkSlowdown(_Spec):
+    """The links of one kind go at ``factor`` times their rate from ``from``
+    to ``to`` (simulated time): ``network`` (every node's and server's port,
+    and the collectives across nodes), ``host_link`` or ``disk``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    links: Literal["network", "host_link", "disk"]
+    from_: Annotated[SecondsOrZero, Field(alias="from")]
+    to: Seconds
+    factor: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LinkSlowdown:
+        if self.to <= self.from_:
+            raise ValueError(f"expected 'to' after 'from' ({self.to:g} s is not after {self.from_:g} s)")
+        return self
+
+
 class Faults(_Spec):
-    """What goes wrong: stragglers (per step), persistently slow learners."""
+    """What goes wrong: stragglers (per step), persistently slow learners,
+    links that slow down for a while."""
 
     stragglers: Stragglers | None = None
     slow_learners: SlowLearners | None = None
     failures: Annotated[Any, _not_yet("failures")] = None
-    link_slowdowns: Annotated[Any, _not_yet("link slowdowns")] = None
+    link_slowdowns: Annotated[list[LinkSlowdown], Field(min_length=1)] | None = None
 
 
 class Stop(_Spec):
@@ -531,5 +551,5 @@ def resolved_yaml(scenario: Scenario) -> str:
     """
     header = ("# Resolved by asgdsim: every default and catalog entry filled in.\n"
               "# Quantities are in SI base units (s, B, B/s, FLOP, FLOP/s).\n")
-    data = scenario.model_dump(mode="json", exclude_none=True)
+    data = scenario.model_dump(mode="json", exclude_none=True, by_alias=True)
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -17,6 +17,7 @@ import simpy
 
 from .analytic import Prediction, predict
 from .cluster import Cluster, build_cluster
+from .components.slowdown import apply_slowdowns
 from .components.weights import Weights
 from .costs import Costs, costs_of
 from .recorder import Recorder
@@ -64,6 +65,7 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
         max_samples=(stop.epochs * scenario.workload.dataset_samples if stop.epochs else math.inf),
         max_updates=stop.updates or math.inf)
     cluster: Cluster = build_cluster(env, scenario, costs, weights, recorder, seed)
+    apply_slowdowns(cluster, scenario.faults.link_slowdowns)
     until = weights.stopped
     if stop.time is not None:
         until = env.any_of([weights.stopped, env.timeout(stop.time)])

@@ -24,29 +24,33 @@ __all__ = ["Link", "transfer_over", "Hold", "run_stages"]
 class Link:
     """A FIFO server of transfers: a host link, a disk, a mutex, a port direction."""
 
-    __slots__ = ("env", "name", "busy_s", "free_at")
+    __slots__ = ("env", "name", "busy_s", "free_at", "profile")
 
     def __init__(self, env: simpy.Environment, name: str):
         self.env = env
         self.name = name
         self.busy_s = 0.0        # of transfers completed
         self.free_at = 0.0       # when the last transfer asked for will end
+        #: a slow-down's rate over time (slowdown.RateProfile), None at full rate
+        self.profile = None
 
     def transfer(self, duration: float) -> Generator:
         env = self.env
         now = env.now
         start = self.free_at if self.free_at > now else now
-        self.free_at = end = start + duration
+        end = start + duration if self.profile is None else self.profile.end(start, duration)
+        self.free_at = end
         yield env.timeout(end - now)
-        self.busy_s += duration
+        self.busy_s += end - start
 
     def hold(self, duration: float) -> simpy.Event:
         """Queue a transfer without waiting for it: the event fires when it ends."""
         now = self.env.now
         start = self.free_at if self.free_at > now else now
-        self.free_at = end = start + duration
+        end = start + duration if self.profile is None else self.profile.end(start, duration)
+        self.free_at = end
         done = self.env.timeout(end - now)
-        done.callbacks.append(lambda _: self._count(duration))
+        done.callbacks.append(lambda _: self._count(end - start))
         return done
 
     def _count(self, duration: float) -> None:
@@ -58,12 +62,14 @@ def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float
     the transfer starts when the last of them falls free."""
     now = env.now
     start = max(now, *(link.free_at for link in links))
-    end = start + duration
+    # at the pace of the slowest link on the path
+    end = max(start + duration if link.profile is None else link.profile.end(start, duration)
+              for link in links)
     for link in links:
         link.free_at = end
     yield env.timeout(end - now)
     for link in links:
-        link.busy_s += duration
+        link.busy_s += end - start
 
 
 #: one stage of a learner's loop, resolved: the links it holds and for how long

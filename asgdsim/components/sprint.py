@@ -42,6 +42,8 @@ class Allreduce:
     def __init__(self, env: simpy.Environment, members: int, duration_s: float):
         self.env, self.members, self.duration_s = env, members, duration_s
         self.busy_s = 0.0
+        #: a network slow-down's rate over time (slowdown.RateProfile), or None
+        self.profile = None
         self._start_round()
 
     def _start_round(self) -> None:
@@ -53,14 +55,15 @@ class Allreduce:
         self._joined += 1
         done = self._done
         if self._joined == self.members:
-            finished = self._round
-            self.env.timeout(self.duration_s).callbacks.append(lambda _: self._finish(done, finished))
+            finished, now = self._round, self.env.now
+            took = (self.duration_s if self.profile is None
+                    else self.profile.end(now, self.duration_s) - now)
+            self.env.timeout(took).callbacks.append(lambda _: self._finish(done, finished, took))
             self._start_round()
         return done
 
-
-    def _finish(self, done: simpy.Event, finished: Round) -> None:
-        self.busy_s += self.duration_s
+    def _finish(self, done: simpy.Event, finished: Round, took: float) -> None:
+        self.busy_s += took
         done.succeed(finished)
 
 

@@ -119,6 +119,10 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
         from .faults import with_slow_learners
         kind_form = closed_form
         closed_form = lambda sc, c: with_slow_learners(sc, c, kind_form(sc, c))  # noqa: E731
+    if scenario.faults.failures is not None:
+        from .faults import with_failures
+        failure_free = closed_form
+        closed_form = lambda sc, c: with_failures(sc, c, failure_free(sc, c))  # noqa: E731
     if scenario.faults.link_slowdowns:
         from .faults import with_link_slowdowns
         form = closed_form

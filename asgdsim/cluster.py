@@ -46,6 +46,8 @@ class Cluster:
     links: dict[str, Link] = field(default_factory=dict)
     #: things with a ``busy_s`` that serve the learners: update threads, servers
     servers: dict[str, list] = field(default_factory=dict)
+    #: other components the learners share that must hear of failures (ssp's clock)
+    shared: list = field(default_factory=list)
     node_of_learner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
     @classmethod

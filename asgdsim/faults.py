@@ -26,9 +26,9 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from scipy import integrate
+from scipy import integrate, special
 
-__all__ = ["with_slow_learners", "with_link_slowdowns"]
+__all__ = ["with_slow_learners", "with_link_slowdowns", "with_failures"]
 
 
 def with_link_slowdowns(scenario, whole):
@@ -91,3 +91,49 @@ def with_slow_learners(scenario, costs, whole):
                    epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
                    staleness=staleness, laws=laws)
+
+
+def with_failures(scenario, costs, whole):
+    """Learners that fail: up a share A = mtbf / (mtbf + repair) of the time.
+
+    With exponential steps and ideal communication ``async`` is exact in the
+    long run: a learner up delivers at rate 1 / m whatever it lost (its
+    steps are memoryless), so the gradient rate is A L / m and the epoch
+    takes 1 / A as long. A gradient's staleness counts the other learners'
+    gradients during its step: geometric with mean U, U the others up
+    (Binomial(L - 1, A) for learner failures; with node failures the G - 1
+    on its own node are up with it and the other nodes' G each are up with
+    probability A), an approximation where repairs are as short as steps.
+    Every other kind: the epoch time scaled by 1 / A, labelled outside.
+    """
+    from .analytic import OUTSIDE, _ideal, _is_exponential
+    from .pmf import Pmf
+
+    spec, law = scenario.faults.failures, costs.compute
+    available = spec.mtbf / (spec.mtbf + spec.repair)
+    laws = dict(whole.laws)
+    scaled = replace(whole, epoch_time_s=whole.epoch_time_s / available,
+                     t_update_s=whole.t_update_s / available,
+                     steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s * available)
+    kind, total = scenario.algorithm.kind, scenario.cluster.learners
+    if not (kind == "async" and _ideal(scenario) and _is_exponential(law)):
+        laws.setdefault("assumptions", f"{OUTSIDE}: {spec.scope}s fail (up {available:.1%} of the "
+                        f"time); the closed form of {kind} here is the failure-free one, its "
+                        "epoch time scaled by that share")
+        return replace(scaled, laws=laws)
+    # the number of the other learners up while a learner steps
+    per_node = scenario.cluster.gpus_per_node if spec.scope == "node" else 1
+    others = total // per_node - 1
+    up = np.arange(others + 1)
+    chance = np.exp(special.gammaln(others + 1) - special.gammaln(up + 1)
+                    - special.gammaln(others - up + 1) + up * math.log(available)
+                    + (others - up) * math.log1p(-available)) if available < 1 else (up == others) * 1.0
+    others_up = up * per_node + (per_node - 1)
+    most = int(40 * (others_up.max() + 1)) + 10
+    k = np.arange(most)
+    probs = sum(w / (1 + u) * (u / (1 + u)) ** k for w, u in zip(chance, others_up) if w > 1e-15)
+    laws["epoch_time"] = (f"exact (long run): the failure-free rate times the share of time up "
+                          f"({available:.1%}), exponential steps being memoryless")
+    laws["staleness"] = ("approximation: geometric with mean the other learners up, binomial "
+                         "over the failure units (repairs long against a step)")
+    return replace(scaled, staleness=Pmf.from_probs(0, probs), laws=laws)

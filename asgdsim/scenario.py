@@ -240,12 +240,13 @@ class SlowLearners(_Spec):
     slowdown: Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-def _not_yet(name: str):
-    def refuse(value: Any) -> Any:
-        if value is not None:
-            raise ValueError(f"{name} are not simulated yet; remove the key")
-        return value
-    return BeforeValidator(refuse)
+class FailuresSpec(_Spec):
+    """Each learner (or node) fails after an exponential time of mean
+    ``mtbf`` up, and is down for ``repair``."""
+
+    mtbf: Seconds
+    repair: Seconds
+    scope: Literal["learner", "node"] = "learner"
 
 
 class LinkSlowdown(_Spec):
@@ -269,11 +270,11 @@ class LinkSlowdown(_Spec):
 
 class Faults(_Spec):
     """What goes wrong: stragglers (per step), persistently slow learners,
-    links that slow down for a while."""
+    learners or nodes that fail, links that slow down for a while."""
 
     stragglers: Stragglers | None = None
     slow_learners: SlowLearners | None = None
-    failures: Annotated[Any, _not_yet("failures")] = None
+    failures: FailuresSpec | None = None
     link_slowdowns: Annotated[list[LinkSlowdown], Field(min_length=1)] | None = None
 
 

@@ -41,12 +41,32 @@ class Result:
     summary: dict
     #: bytes the recorder's (gradient, update) columns held for this run
     recorded_bytes: tuple[int, int] = (0, 0)
+    #: where learners fail: each time one was down (learner, down_s, up_s; up_s
+    #: NaN if still down at the end)
+    outages: pd.DataFrame | None = None
 
     @property
     def measured(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(gradients, updates) the statistics count: after the warm-up, if any."""
         return measured(self.gradients, self.updates,
                         self.summary.get("warmup", {}).get("first_version", 1))
+
+
+def _failures(env, scenario: Scenario, cluster: Cluster, weights: Weights, seed: int):
+    """The failing units (each learner, or each node with its learners and,
+    for SPRINT, its update thread), or None where nothing fails."""
+    spec = scenario.faults.failures
+    if spec is None:
+        return None
+    from .components.failures import Failures
+
+    if spec.scope == "learner":
+        units, threads = [[i] for i in range(len(cluster.learners))], None
+    else:
+        nodes = int(cluster.node_of_learner.max()) + 1
+        units = [list(map(int, (cluster.node_of_learner == n).nonzero()[0])) for n in range(nodes)]
+        threads = cluster.servers.get("node_update")
+    return Failures(env, spec, cluster, weights, seed, units, threads)
 
 
 def simulate(scenario: Scenario, seed: int | None = None) -> Result:
@@ -66,6 +86,7 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
         max_updates=stop.updates or math.inf)
     cluster: Cluster = build_cluster(env, scenario, costs, weights, recorder, seed)
     apply_slowdowns(cluster, scenario.faults.link_slowdowns)
+    failures = _failures(env, scenario, cluster, weights, seed)
     until = weights.stopped
     if stop.time is not None:
         until = env.any_of([weights.stopped, env.timeout(stop.time)])
@@ -77,8 +98,11 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     # kinds that cancel steps (k-sync, k-batch-sync) count them on their server
     cancelled = [part.cancelled for parts in cluster.servers.values() for part in parts
                  if hasattr(part, "cancelled")]
+    faults = None if failures is None else {
+        "failures": failures.failures, "lost_gradients": failures.lost_gradients,
+        "lost_samples": failures.lost_samples, "downtime_s": failures.downtime_s(env.now)}
     summary = summarize(scenario, gradients, updates, env.now, prediction, utilisation,
                         wall_time_s=time.perf_counter() - started,
-                        cancelled_steps=sum(cancelled) if cancelled else None)
+                        cancelled_steps=sum(cancelled) if cancelled else None, faults=faults)
     return Result(scenario, seed, gradients, updates, prediction, costs, utilisation, summary,
-                  recorder.nbytes)
+                  recorder.nbytes, None if failures is None else failures.outages(env.now))

@@ -86,9 +86,11 @@ def measured(gradients: pd.DataFrame, updates: pd.DataFrame,
 
 def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame,
               simulated_time_s: float, prediction: Prediction, utilisation: dict[str, float],
-              wall_time_s: float, cancelled_steps: int | None = None) -> dict:
+              wall_time_s: float, cancelled_steps: int | None = None,
+              faults: dict | None = None) -> dict:
     """The contract's summary; ``cancelled_steps`` for kinds that cancel
-    steps (never applied, so in no other figure)."""
+    steps (never applied, so in no other figure); ``faults`` where learners
+    fail (failures, lost gradients and samples, GPU-seconds down)."""
     samples = int(updates["minibatch"].sum())
     first = first_measured_version(scenario, updates)
     kept_gradients, kept_updates = measured(gradients, updates, first)
@@ -105,6 +107,7 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
         "updates": int(len(updates)),
         "samples": samples,
         **({} if cancelled_steps is None else {"cancelled_steps": int(cancelled_steps)}),
+        **({} if faults is None else {"faults": faults}),
         "simulated_time_s": float(simulated_time_s),
         "epoch_time_s": (epoch := epoch_time(scenario, updates))[0],
         "epoch_time_basis": epoch[1],

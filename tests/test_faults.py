@@ -109,5 +109,7 @@ def test_bad_fault_keys_are_refused():
         kind({"kind": "async"}, 4, {"slow_learners": {"learners": [4], "slowdown": 2}})
     with pytest.raises(ScenarioError, match="probability"):
         kind({"kind": "async"}, 4, {"stragglers": {"probability": 1.5, "slowdown": 2}})
-    with pytest.raises(ScenarioError, match="failures are not simulated yet"):
-        kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h", "repair": "10 min"}})
+    with pytest.raises(ScenarioError, match=r"faults\.failures\.scope"):
+        kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h", "repair": "10 min", "scope": "rack"}})
+    with pytest.raises(ScenarioError, match=r"faults\.failures\.repair"):
+        kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h"}})

@@ -60,7 +60,8 @@ class KBatchSyncSpec(_Spec):
 def build(env, scenario, costs, weights, recorder, seed):
     from ..components.family import CancellingRound, RoundLearner
 
-    rounds = CancellingRound(env, weights, recorder, costs.server_update_s, scenario.algorithm.k)
+    rounds = CancellingRound(env, weights, recorder, costs.server_update_s, scenario.algorithm.k,
+                             once=scenario.algorithm.kind == "k-sync")
     learner = partial(RoundLearner, again=scenario.algorithm.kind == "k-batch-sync")
     return wire(env, scenario, costs, seed, "server", rounds, learner)
 

@@ -36,7 +36,7 @@ def build(env, scenario, costs, weights, recorder, seed):
     topology, stages_ = topology_of(scenario), loop(scenario, costs)
     cluster = Cluster.of(topology)
     allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
-    nodes = [SprintNode(env, allreduce, weights, costs.node_update_s) for _ in range(topology.nodes)]
+    nodes = [SprintNode(env, allreduce, weights, costs.node_update_s, n) for n in range(topology.nodes)]
     for index, compute in computes(scenario, costs, seed):
         cluster.learners.append(SprintLearner(
             env, index, nodes[topology.node_of(index)],

@@ -52,6 +52,7 @@ def build(env, scenario, costs, weights, recorder, seed):
     clock = StalenessClock(env, len(cluster.learners), scenario.algorithm.staleness_bound)
     for learner in cluster.learners:
         learner.clock = clock
+    cluster.shared.append(clock)
     return cluster
 
 

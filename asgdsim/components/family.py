@@ -121,9 +121,13 @@ class CancellingRound:
     ``k``-th gradient; the update is published ``update_s`` later."""
 
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
-                 update_s: float, k: int):
+                 update_s: float, k: int, once: bool = False):
         self.env, self.weights, self.recorder = env, weights, recorder
-        self.update_s, self.k = update_s, k
+        #: ``once``: a learner gives one gradient a round (k-sync), so a round
+        #: of fewer learners up than K closes at all of theirs
+        self.update_s, self.k, self.once = update_s, k, once
+        #: who is up (failures.Membership), where learners fail
+        self.membership = None
         self.busy_s = 0.0
         #: steps cancelled or dropped: never applied
         self.cancelled = 0
@@ -141,10 +145,23 @@ class CancellingRound:
             self.cancelled += 1
             return
         self._rows.append(row_of())
-        if len(self._rows) == self.k:
+        self._close_if_complete()
+
+    def _need(self) -> int:
+        if self.once and self.membership is not None:
+            return min(self.k, self.membership.count)
+        return self.k
+
+    def _close_if_complete(self) -> None:
+        if self._rows and len(self._rows) >= self._need():
             rows, self._rows = self._rows, []
-            closed.succeed()
+            self.closed.succeed()
             self.env.process(self._update(rows))
+
+    def member_changed(self, learner: int, up: bool) -> None:
+        """With fewer learners up a k-sync round may be complete already."""
+        if not up and not self.closed.triggered:
+            self._close_if_complete()
 
     def _update(self, rows: list[int]) -> Generator:
         if self.update_s:
@@ -171,15 +188,18 @@ class RoundLearner(ServerLearner):
             if links[0].name.startswith("server_port_in"):
                 port = self.server.port
                 turn = port.ask()
-                yield turn.event | closed
-                if closed.triggered:
-                    if turn.event.triggered:      # its turn came as the round closed
+                try:
+                    yield turn.event | closed
+                    if closed.triggered:
+                        return False
+                    yield from transfer_over(self.env, links, duration)
+                finally:
+                    # its turn, if it came, ends here (pushed, its round
+                    # closed, or the learner failed); else it leaves the queue
+                    if turn.event.triggered:
                         port.done()
                     else:
                         turn.give_up()
-                    return False
-                yield from transfer_over(self.env, links, duration)
-                port.done()
             else:
                 yield from run_stages(self.env, ((links, duration),))
         return True
@@ -187,27 +207,32 @@ class RoundLearner(ServerLearner):
     def run(self) -> Generator:
         env, rounds, recorder = self.env, self.server, self.server.recorder
         index, sub_batch = self.index, self.sub_batch
-        version = 0
+        version = self.start_version
         while True:
             closed, published = rounds.closed, rounds.published
             t_start = env.now
             while True:
+                self.unsent = 1
                 if self.before:
                     yield from run_stages(env, self.before)
                 if closed.triggered:
                     rounds.cancelled += 1
+                    self.unsent = 0
                     break
                 began, step = env.now, next(self.compute)
                 yield env.timeout(step) | closed
                 if closed.triggered and env.now < began + step:
                     self.busy_s += env.now - began
                     rounds.cancelled += 1
+                    self.unsent = 0
                     break
                 self.busy_s += step
                 if self.after and not (yield from self._push(closed)):
                     rounds.cancelled += 1      # the round closed while it queued
+                    self.unsent = 0
                     break
                 end = env.now
+                self.unsent = 0
                 rounds.arrive(closed, lambda: recorder.gradient(index, version, t_start, end, sub_batch))
                 if not self.again or closed.triggered:
                     break
@@ -228,14 +253,18 @@ class RoundLearner(ServerLearner):
 
 class StalenessClock:
     """How many gradients each learner has pushed, and the events of learners
-    held back until the slowest has pushed enough."""
+    held back until the slowest has pushed enough. Learners that are down
+    do not hold anyone back; one that rejoins takes the slowest count of
+    the others (it starts again from the newest weights)."""
 
     def __init__(self, env: simpy.Environment, learners: int, bound: int):
         self.env, self.bound = env, bound
         self.pushed = [0] * learners
-        self.slowest = 0                     # min of pushed
-        self._at_slowest = learners          # learners whose count is the min
+        self.slowest = 0                     # min of pushed over the learners up
+        self._at_slowest = learners          # learners up whose count is the min
         self._waiting: dict[int, simpy.Event] = {}
+        #: who is up (failures.Membership), where learners fail
+        self.membership = None
 
     def may_start(self, step: int) -> simpy.Event | None:
         """None if step ``step`` (from 0) may start now, else the event that
@@ -255,8 +284,21 @@ class StalenessClock:
         self._at_slowest -= 1
         if self._at_slowest:
             return
-        self.slowest += 1
-        self._at_slowest = self.pushed.count(self.slowest)
-        released = self._waiting.pop(self.slowest, None)
-        if released is not None:
-            released.succeed()
+        self._recount()
+
+    def member_changed(self, learner: int, up: bool) -> None:
+        if up:
+            others = [c for i, c in enumerate(self.pushed) if self.membership.up[i] and i != learner]
+            self.pushed[learner] = max(self.pushed[learner], min(others, default=self.slowest))
+        self._recount()
+
+    def _recount(self) -> None:
+        """The slowest count over the learners up; release who waited for it."""
+        up = self.membership.up if self.membership is not None else None
+        counts = [c for i, c in enumerate(self.pushed) if up is None or up[i]]
+        if not counts:
+            return
+        self.slowest = min(counts)
+        self._at_slowest = counts.count(self.slowest)
+        for need in sorted(n for n in self._waiting if n <= self.slowest):
+            self._waiting.pop(need).succeed()

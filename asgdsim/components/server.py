@@ -84,29 +84,46 @@ class SyncServer:
         self.cpu = Link(env, "server_cpu")
         self.instant = False    # a round always waits for every learner
         self._rows: list[int] = []
-        self._arrived = 0
+        #: the learners, up, whose gradients are in this round
+        self._arrived: set[int] = set()
         self._published = env.event()
+        #: who is up (failures.Membership), where learners fail
+        self.membership = None
 
     def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
         """Wait for the round to complete; return the version it produced."""
         row = self.recorder.gradient(learner, version_read, t_start, self.env.now, samples)
-        return (yield from self.exchange_rows([row]))
+        return (yield from self.exchange_rows([row], learner))
 
-    def exchange_rows(self, rows: list[int]) -> Generator:
+    def exchange_rows(self, rows: list[int], learner: int) -> Generator:
         """One learner's recorded gradients into the round; wait for it to
         complete and return the version it produced."""
         self._rows.extend(rows)
-        self._arrived += 1
+        self._arrived.add(learner)
         published = self._published
-        if self._arrived == self.learners:
-            self._arrived = 0
-            rows, self._rows, self._published = self._rows, [], self.env.event()
-            if self.update_s:
-                self.env.process(self._update(rows, published))
-            else:
-                published.succeed(self.weights.apply(rows))
+        self._close_if_complete()
         version = yield published
         return version
+
+    def member_changed(self, learner: int, up: bool) -> None:
+        """A learner that fails leaves the round (its gradient, if it pushed
+        one, stays in it): the round may now be complete."""
+        if not up:
+            self._arrived.discard(learner)
+            self._close_if_complete()
+
+    def _close_if_complete(self) -> None:
+        # the round's learners, or as many as are up
+        up = self.membership.count if self.membership is not None else self.learners
+        if not self._rows or len(self._arrived) < min(self.learners, up):
+            return
+        published = self._published
+        self._arrived = set()
+        rows, self._rows, self._published = self._rows, [], self.env.event()
+        if self.update_s:
+            self.env.process(self._update(rows, published))
+        else:
+            published.succeed(self.weights.apply(rows))
 
     @property
     def busy_s(self) -> float:
@@ -134,7 +151,11 @@ class ServerLearner:
         self.before, self.after, self.reply = before, after, reply
         self.compute, self.sub_batch = compute, sub_batch
         self.busy_s = 0.0
-        env.process(self.run())
+        #: the version its loop starts from (the newest, after a failure)
+        self.start_version = 0
+        #: gradients it holds that no server has: lost if it fails
+        self.unsent = 0
+        self.process = env.process(self.run())
 
     #: ``ssp``'s clock (family.StalenessClock): each step waits for its leave
     clock = None
@@ -143,13 +164,15 @@ class ServerLearner:
         env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
         next_compute, index, sub_batch, clock = self.compute.__next__, self.index, self.sub_batch, self.clock
         timeout = env.timeout
-        version, t_start, steps = 0, env.now, 0
+        version, t_start = self.start_version, env.now
+        steps = clock.pushed[index] if clock is not None else 0
         while True:
             if clock is not None:
                 held = clock.may_start(steps)
                 if held is not None:
                     yield held
                 steps += 1
+            self.unsent = 1
             if before:
                 yield from run_stages(env, before)
             step = next_compute()
@@ -157,6 +180,7 @@ class ServerLearner:
             self.busy_s += step
             if after:
                 yield from run_stages(env, after)
+            self.unsent = 0
             if clock is not None:
                 clock.push(index)
             if server.instant:   # no event to wait for: skip the generator
@@ -180,11 +204,12 @@ class LocalLearner(ServerLearner):
 
     def run(self) -> Generator:
         env, server, recorder = self.env, self.server, self.server.recorder
-        version = 0
+        version = self.start_version
         while True:
             rows = []
             for local_step in range(self.period):
                 t_start = env.now
+                self.unsent = local_step + 1
                 if self.before:
                     yield from run_stages(env, self.before)
                 step = next(self.compute)
@@ -194,7 +219,8 @@ class LocalLearner(ServerLearner):
                                                     self.sub_batch, local_step))
             if self.after:
                 yield from run_stages(env, self.after)
-            version = yield from server.exchange_rows(rows)
+            self.unsent = 0
+            version = yield from server.exchange_rows(rows, self.index)
             if self.reply:
                 yield from run_stages(env, self.reply)
 
@@ -215,10 +241,11 @@ class DownpourLearner(ServerLearner):
         before, after, reply = self.before, self.after, self.reply
         n_fetch, n_push, index, sub_batch = self.n_fetch, self.n_push, self.index, self.sub_batch
         next_compute, timeout, gradient = self.compute.__next__, env.timeout, recorder.gradient
-        version, step, busy = 0, 0, 0.0
+        version, step, busy = self.start_version, 0, self.busy_s
         unpushed: list[tuple[int, float]] = []    # (version read, step start) of each gradient
         while True:
             unpushed.append((version, env.now))
+            self.unsent = len(unpushed)
             if before:
                 yield from run_stages(env, before)
             duration = next_compute()
@@ -232,6 +259,7 @@ class DownpourLearner(ServerLearner):
                 server.push([gradient(index, read, t_start, now, sub_batch)
                              for read, t_start in unpushed])
                 unpushed = []
+                self.unsent = 0
             if step % n_fetch == 0:
                 wait = server.fetch_wait_s()
                 if wait > 0:

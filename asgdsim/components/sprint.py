@@ -41,26 +41,40 @@ class Allreduce:
 
     def __init__(self, env: simpy.Environment, members: int, duration_s: float):
         self.env, self.members, self.duration_s = env, members, duration_s
+        self.up = members         # members up (nodes fail, with their update thread)
         self.busy_s = 0.0
         #: a network slow-down's rate over time (slowdown.RateProfile), or None
         self.profile = None
         self._start_round()
 
     def _start_round(self) -> None:
-        self._round, self._joined, self._done = Round(), 0, self.env.event()
+        self._round, self._joined, self._done = Round(), set(), self.env.event()
 
-    def join(self, rows: list[int]) -> simpy.Event:
+    def join(self, rows: list[int], member: int) -> simpy.Event:
         """Contribute ``rows``; the event's value is the completed :class:`Round`."""
         self._round.rows.extend(rows)
-        self._joined += 1
+        self._joined.add(member)
         done = self._done
-        if self._joined == self.members:
-            finished, now = self._round, self.env.now
+        self._close_if_complete()
+        return done
+
+    def leave(self, member: int) -> None:
+        """A member fails: the round goes on with the others (what it gave stays)."""
+        self.up -= 1
+        self._joined.discard(member)
+        if self._joined:
+            self._close_if_complete()
+
+    def rejoin(self) -> None:
+        self.up += 1
+
+    def _close_if_complete(self) -> None:
+        if len(self._joined) >= self.up:
+            done, finished, now = self._done, self._round, self.env.now
             took = (self.duration_s if self.profile is None
                     else self.profile.end(now, self.duration_s) - now)
             self.env.timeout(took).callbacks.append(lambda _: self._finish(done, finished, took))
             self._start_round()
-        return done
 
     def _finish(self, done: simpy.Event, finished: Round, took: float) -> None:
         self.busy_s += took
@@ -71,25 +85,46 @@ class SprintNode:
     """A node's accumulator and update thread; ``version`` is what it published."""
 
     def __init__(self, env: simpy.Environment, allreduce: Allreduce, weights: Weights,
-                 update_s: float):
+                 update_s: float, index: int = 0):
         self.env, self.allreduce, self.weights = env, allreduce, weights
-        self.update_s = update_s
+        self.update_s, self.index = update_s, index
         self.version = 0
         self.accumulator: list[int] = []
         self.busy_s = 0.0
-        env.process(self.update_thread())
+        self._applying: Round | None = None     # the round its update is applying
+        self.process = env.process(self.update_thread())
+
+    def fail(self) -> int:
+        """The node goes down: its thread stops and leaves the Allreduce, and
+        the gradients in its accumulator are lost; return how many."""
+        lost, self.accumulator = len(self.accumulator), []
+        if self.process.is_alive:
+            self.process.interrupt("failure")
+        self.allreduce.leave(self.index)
+        # a summed round it was applying, with no other node up to apply it
+        if self._applying is not None and self._applying.version is None and not self.allreduce.up:
+            lost += len(self._applying.rows)
+        self._applying = None
+        return lost
+
+    def rejoin(self) -> None:
+        """Back up: the newest version, and a new thread."""
+        self.version = self.weights.version
+        self.allreduce.rejoin()
+        self.process = self.env.process(self.update_thread())
 
     def update_thread(self) -> Generator:
         env = self.env
         while True:
             rows, self.accumulator = self.accumulator, []
-            summed: Round = yield self.allreduce.join(rows)
+            summed: Round = yield self.allreduce.join(rows, self.index)
+            self._applying = summed
             if self.update_s:
                 yield env.timeout(self.update_s)
                 self.busy_s += self.update_s
             if summed.version is None:
                 summed.version = self.weights.apply(summed.rows)
-            self.version = summed.version
+            self.version, self._applying = summed.version, None
 
 
 class SprintLearner:
@@ -106,7 +141,10 @@ class SprintLearner:
         self.before, self.after = before, after
         self.compute, self.recorder, self.sub_batch = compute, recorder, sub_batch
         self.busy_s = 0.0
-        env.process(self.run())
+        self.start_version = 0    # it reads its node's version anyway
+        #: gradients it holds that its node's accumulator has not: lost if it fails
+        self.unsent = 0
+        self.process = env.process(self.run())
 
     def run(self) -> Generator:
         env, node, before, after = self.env, self.node, self.before, self.after
@@ -114,6 +152,7 @@ class SprintLearner:
         index, sub_batch = self.index, self.sub_batch
         while True:
             version, t_start = node.version, env.now
+            self.unsent = 1
             if before:
                 yield from run_stages(env, before)
             step = next_compute()
@@ -121,4 +160,5 @@ class SprintLearner:
             self.busy_s += step
             if after:
                 yield from run_stages(env, after)
+            self.unsent = 0
             node.accumulator.append(record(index, version, t_start, env.now, sub_batch))

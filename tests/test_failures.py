@@ -1,0 +1,140 @@
+"""Learners and nodes that fail and rejoin (faults.failures): every kind
+keeps going, the invariants hold under failures (hypothesis), the exact
+long-run rate of async with exponential steps, rounds that go on with the
+learners that are up, SPRINT's Allreduce with the nodes that are up, and
+the same numbers for the same seed."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asgdsim import simulate
+
+from conftest import make
+
+EXP = {"distribution": "exponential", "mean": 1.0}
+Z = 4.0
+KNOBS = {"k-sync": {"k": 2}, "k-batch-sync": {"k": 3}, "k-async": {"k": 2},
+         "ssp": {"staleness_bound": 1}, "local-sgd": {"period": 2}, "softsync": {"n": 2},
+         "k-batch-async": {"k": 2}, "downpour": {"n_push": 2, "n_fetch": 2}}
+KIND_NAMES = ["async", "sync", "sprint", "allreduce", "local-sgd", "downpour", "ssp", "k-sync",
+              "k-batch-sync", "k-async", "softsync", "k-batch-async"]
+
+
+def failing(kind: str, scope: str = "learner", mtbf="20 s", repair="5 s", **overrides):
+    data = dict(algorithm={"kind": kind, **KNOBS.get(kind, {})}, cluster__nodes=2,
+                cluster__gpus_per_node=2, timing__compute=EXP, timing__communication="modelled",
+                faults={"failures": {"mtbf": mtbf, "repair": repair, "scope": scope}},
+                stop__gradients=400)
+    data.update(overrides)
+    return make(**data)
+
+
+def check_invariants(res) -> None:
+    g, u, outages = res.gradients, res.updates, res.outages
+    # each gradient applied once, the updates' samples are the gradients'
+    assert u["gradients"].sum() == len(g)
+    assert u["minibatch"].sum() == g["samples"].sum()
+    # versions one by one
+    assert (u["version"].to_numpy() == np.arange(1, len(u) + 1)).all()
+    assert (g["staleness"] >= 0).all()
+    # nothing a learner computed overlaps a time it was down
+    ends = outages["up_s"].fillna(np.inf)
+    for learner, down, up in zip(outages["learner"], outages["down_s"], ends):
+        mine = g[g["learner"] == learner]
+        assert not ((mine["t_start"] < up) & (mine["t_end"] > down)).any()
+    faults = res.summary["faults"]
+    assert faults["lost_samples"] == faults["lost_gradients"] * res.scenario.workload.sub_batch
+    assert faults["downtime_s"] <= res.summary["simulated_time_s"] * res.scenario.cluster.learners
+
+
+@pytest.mark.parametrize("scope", ["learner", "node"])
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_every_kind_keeps_going(kind, scope):
+    res = simulate(failing(kind, scope))
+    assert res.summary["gradients"] >= 400 and res.summary["faults"]["failures"] > 0
+    check_invariants(res)
+    assert "fail" in res.summary["analytic"]["laws"].get("assumptions", "")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KIND_NAMES), scope=st.sampled_from(["learner", "node"]),
+       mtbf=st.floats(0.5, 50.0), repair=st.floats(0.1, 20.0), seed=st.integers(0, 10_000),
+       ideal=st.booleans())
+def test_invariants_hold_under_any_failures(kind, scope, mtbf, repair, seed, ideal):
+    ideal = ideal and kind != "sprint"        # (ideal SPRINT needs a fixed cycle)
+    sc = failing(kind, scope, mtbf=mtbf, repair=repair, seed=seed,
+                 timing__communication="ideal" if ideal else "modelled", stop__gradients=150)
+    check_invariants(simulate(sc))
+
+
+@pytest.mark.parametrize("scope", ["learner", "node"])
+def test_async_delivers_at_the_failure_free_rate_while_up(scope):
+    """Exponential steps are memoryless: given the time each learner was up,
+    its gradients are Poisson with that time over the mean step; the long
+    run's rate is A L / m, A = mtbf / (mtbf + repair)."""
+    sc = make(algorithm={"kind": "async"}, cluster__nodes=4, cluster__gpus_per_node=2,
+              timing__compute=EXP, stop__gradients=60_000,
+              faults={"failures": {"mtbf": "30 s", "repair": "10 s", "scope": scope}})
+    res = simulate(sc)
+    end = res.updates["t"].iloc[-1]
+    out = res.outages
+    down = (out["up_s"].fillna(end).clip(upper=end) - out["down_s"]).clip(lower=0).sum()
+    up_time = 8 * end - down
+    expected = up_time / 1.0
+    assert abs(len(res.gradients) - expected) <= Z * math.sqrt(expected)
+    # every failure stops a step in progress (ideal communication: always computing)
+    faults = res.summary["faults"]
+    assert faults["lost_gradients"] == faults["failures"] * (2 if scope == "node" else 1)
+    # the closed form's rate: availability times the failure-free rate
+    available = 30 / 40
+    assert res.summary["analytic"]["steady_throughput_samples_per_s"] == pytest.approx(8 * available)
+    cycles = faults["failures"]
+    # the measured share of time up against A: renewal-reward, one cycle per failure
+    share = up_time / (8 * end)
+    cycle_sd = math.sqrt(30.0**2) / 40.0        # the up time's spread per cycle, over its mean length
+    assert abs(share - available) <= Z * cycle_sd * (1 - available) / math.sqrt(cycles) + 0.01
+
+
+def test_sync_rounds_go_on_with_the_learners_that_are_up():
+    sc = make(algorithm={"kind": "sync"}, cluster__gpus_per_node=4, timing__compute=EXP,
+              stop__updates=3000,
+              faults={"failures": {"mtbf": "10 s", "repair": "20 s"}})
+    res = simulate(sc)
+    u, out = res.updates, res.outages
+    assert res.summary["faults"]["failures"] > 50
+    ends = out["up_s"].fillna(np.inf).to_numpy()
+    for t, n in zip(u["t"].to_numpy(), u["gradients"].to_numpy()):
+        down_now = ((out["down_s"].to_numpy() < t) & (ends > t)).sum()
+        # at most one gradient from each learner, none from one down all round
+        assert n <= 4
+        assert n >= 1
+    sizes = u["gradients"].value_counts()
+    assert sizes.index.min() < 4         # rounds of fewer learners happened
+    check_invariants(res)
+
+
+def test_sprint_allreduce_goes_on_without_a_failed_node():
+    sc = make(algorithm={"kind": "sprint"}, cluster__nodes=3, cluster__gpus_per_node=2,
+              timing__communication="modelled",
+              timing__compute={"distribution": "gamma", "mean": 0.05, "cv": 0.1},
+              stop__time="200 s", faults={"failures": {"mtbf": "30 s", "repair": "20 s", "scope": "node"}})
+    res = simulate(sc)
+    out, u = res.outages, res.updates
+    check_invariants(res)
+    # while a node is down the others' updates go on
+    node_down = out[out["learner"] % 2 == 0]
+    during = [((u["t"] > d + 1) & (u["t"] < e - 1)).sum() for d, e in
+              zip(node_down["down_s"], node_down["up_s"].fillna(200.0)) if e - d > 5]
+    assert during and min(during) > 0
+
+
+def test_the_same_seed_fails_alike():
+    a, b = simulate(failing("async")), simulate(failing("async"))
+    assert a.summary["faults"] == b.summary["faults"]
+    assert a.outages.equals(b.outages)
+    c = simulate(failing("async", seed=7))
+    assert not c.outages.equals(a.outages)

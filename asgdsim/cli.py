@@ -336,6 +336,7 @@ _CATALOG_COLUMNS = {
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    catalog.check()
     kinds = [args.kind] if args.kind else list(catalog.KINDS)
     for kind in kinds:
         print(f"{kind}:")
@@ -518,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
-    except (UsageError, OutputExists) as exc:
+    except (UsageError, OutputExists, catalog.CatalogError) as exc:
         print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"\nasgdsim {args.command}: interrupted; what finished is kept "

@@ -24,7 +24,7 @@ import yaml
 from pydantic import (BaseModel, BeforeValidator, Discriminator, Field, Tag,
                       ValidationError, field_serializer, field_validator, model_validator)
 
-from . import catalog
+from . import catalog, safeyaml
 from .algorithms import Algorithm
 from .errors import ScenarioError
 from .memory import Footprint, footprint
@@ -330,7 +330,10 @@ class Scenario(_Spec):
         need = self.footprint
         if not need.fits:
             gpu = self.cluster.gpu
-            raise KeyedError("workload.sub_batch",
+            # weights that alone overflow the GPU are the model's fault, not the sub-batch's
+            key = "workload.model" if need.capacity and need.weights > need.capacity \
+                else "workload.sub_batch"
+            raise KeyedError(key,
                              f"{self.workload.model.name} at sub-batch {self.workload.sub_batch} "
                              f"does not fit in the {gpu.memory / 1e9:.0f} GB of a {gpu.name}: "
                              f"{need.describe(self.workload.sub_batch)}")
@@ -375,12 +378,10 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(source, [("", f"cannot be read ({exc})")]) from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(source, [("", f"{where}not valid YAML ({problem})")]) from None
+        data = safeyaml.load(text)
+    except safeyaml.YamlProblem as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        raise ScenarioError(source, [(exc.key, f"{where}{exc.message}")]) from None
     if data is None:
         raise ScenarioError(source, [("", "the file is empty; expected a scenario mapping "
                                           "with workload, cluster and algorithm")])
@@ -398,6 +399,9 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
                        source: str = "<scenario>") -> Scenario:
     """Validate a scenario given as a mapping (the parsed YAML)."""
+    # a broken user catalog is reported at its own file and key, not at the
+    # scenario key that happens to name one of its entries
+    catalog.check()
     data = apply_overrides(data, overrides or {}, source)
     try:
         return Scenario.model_validate(data)

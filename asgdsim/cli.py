@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import catalog
+from . import budget, catalog
 from .errors import OutputExists, ScenarioError, UsageError
 from .names import component_name
 
@@ -176,6 +176,7 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
 
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
+    budget.check(scenario, args.scenario, args.max_events, args.max_memory)
     result = simulate(scenario)
     write_run(result, out, overwrite=True, events=events)
     return result, out
@@ -482,6 +483,29 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bytes(text: str) -> float:
+    """An argparse type: a positive amount of memory, "8 GB" or bytes."""
+    from .units import UnitError, parse_quantity
+
+    try:
+        value = parse_quantity(text, "bytes")
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive amount such as '8 GB', got {text!r}")
+    return value
+
+
+def _budget_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-events", type=_bounded(float, 0, low_open=True),
+                        default=budget.DEFAULT_MAX_EVENTS, metavar="N",
+                        help="refuse a run estimated at more events (gradients and update "
+                        f"cycles; default {budget.DEFAULT_MAX_EVENTS:.0e}, some minutes)")
+    parser.add_argument("--max-memory", type=_bytes, default=budget.DEFAULT_MAX_MEMORY,
+                        metavar="BYTES", help="refuse a run estimated to need more memory "
+                        f"(default {budget.DEFAULT_MAX_MEMORY / 1e9:g} GB)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="asgdsim", description="Simulate asynchronous-SGD training clusters: the staleness "
@@ -500,6 +524,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
+    _budget_flags(run)
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
@@ -512,6 +537,7 @@ def _parser() -> argparse.ArgumentParser:
                       "assumptions")
     comp.add_argument("--overwrite", action="store_true",
                       help="replace this comparison's files in an output folder that holds files")
+    _budget_flags(comp)
     comp.set_defaults(func=cmd_compare)
 
     swp = sub.add_parser("sweep", help="simulate a grid of variations on Dask, resumably",

@@ -274,6 +274,10 @@ class Stop(_Spec):
         return self
 
 
+#: the most learners a scenario may have (see Scenario._learners_within_reach)
+MAX_LEARNERS = 16_384
+
+
 class Scenario(_Spec):
     name: str
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
@@ -283,6 +287,18 @@ class Scenario(_Spec):
     timing: Timing = Field(default_factory=Timing)
     stop: Stop = Stop(epochs=1)
     faults: Faults = Field(default_factory=Faults)
+
+    @model_validator(mode="after")
+    def _learners_within_reach(self) -> Scenario:
+        # the simulator holds a process and random streams per learner and the
+        # closed form's queueing analysis steps through the learners one by
+        # one: beyond this, both take minutes before the first event
+        if self.cluster.learners > MAX_LEARNERS:
+            raise KeyedError("cluster.nodes",
+                             f"expected at most {MAX_LEARNERS:,} learners in all, got "
+                             f"{self.cluster.learners:,} ({self.cluster.nodes:,} nodes of "
+                             f"{self.cluster.learners_per_node:,})")
+        return self
 
     @model_validator(mode="after")
     def _slow_learners_exist(self) -> Scenario:

@@ -38,6 +38,8 @@ DEFAULT_MAX_MEMORY = 4e9
 #: rows; measured: 104 MB more for 180,000 more gradients), per update
 #: cycle, per learner (its random streams and processes), and to start
 BYTES_PER_GRADIENT, BYTES_PER_CYCLE, BYTES_PER_LEARNER, BYTES_BASE = 600, 200, 20_000, 250e6
+#: update cycles per learner step beyond which a fixed cycle is absurd
+MAX_CYCLES_PER_STEP = 10_000
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,16 @@ def estimate(scenario: Scenario) -> Estimate:
     from .analytic import predict
     from .scenario import Stop
 
+    interval = scenario.timing.update_interval
+    if interval is not None:
+        # the closed form lays out every cycle of a step: refuse first a
+        # cycle so short that a step spans millions of them
+        from .costs import costs_of
+        step_s = costs_of(scenario).compute.mean
+        if step_s / interval > MAX_CYCLES_PER_STEP:
+            raise ScenarioError("", [("timing.update_interval", (
+                f"expected a cycle no shorter than a {MAX_CYCLES_PER_STEP:,}th of a learner step "
+                f"({step_s:.3g} s), got {interval:.3g} s: nearly every cycle would be empty"))])
     # the rates do not depend on the stop condition; one epoch keeps the
     # closed form in its usual regime whatever the user's stop is
     steady = scenario.model_copy(update={"stop": Stop(epochs=1)})

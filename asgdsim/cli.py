@@ -397,7 +397,10 @@ def plan_text(result: Plan, name: str) -> str:
 def cmd_predict(args: argparse.Namespace) -> int:
     from .analytic import predict
 
-    pred = predict(_load(args))
+    scenario = _load(args)
+    # a stop or cycle the closed form cannot describe is refused, not computed
+    budget.check(scenario, args.scenario, math.inf, math.inf)
+    pred = predict(scenario)
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
     return 0
 
@@ -454,13 +457,17 @@ def cmd_timing(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if not 0 < args.batch <= 2**16 or not 0 < args.repeats <= 1000:
+        raise UsageError("--batch must be an integer from 1 to 65536 and --repeats from 1 to "
+                         "1000 (each repeat times every kernel)")
+    try:
+        gpu_name = catalog.lookup("gpus", args.gpu)["name"]   # before PyTorch's seconds of import
+    except catalog.CatalogError as exc:
+        raise UsageError(str(exc)) from None
     try:
         import torch  # noqa: F401  (optional dependency)
     except ImportError:
         raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
-    if not 0 < args.batch <= 2**16 or not 0 < args.repeats <= 1000:
-        raise UsageError("--batch must be an integer from 1 to 65536 and --repeats from 1 to "
-                         "1000 (each repeat times every kernel)")
     from .profile import profile_model, write_table
     from .specs import catalog_model
 

@@ -110,7 +110,10 @@ def load(text: str) -> Any:
     if len(text) > MAX_BYTES:
         raise YamlProblem(f"{len(text):,} characters; expected at most {MAX_BYTES:,} "
                           "(a scenario or catalog file is a few kB)")
-    loader = StrictLoader(text)
+    try:
+        loader = StrictLoader(text)      # its reader refuses control characters at once
+    except yaml.YAMLError as exc:
+        raise YamlProblem(f"not valid YAML ({getattr(exc, 'reason', None) or exc})") from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -261,7 +261,9 @@ class Stop(_Spec):
     """Stop at the first condition reached; ``warmup`` is left out of the
     staleness and mini-batch statistics (not of the epoch time)."""
 
-    epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # a million epochs is already years of simulation; beyond it the
+    # closed form's sums overflow before the cost estimate can refuse the run
+    epochs: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
     gradients: Count | None = None
     updates: Count | None = None
     time: Seconds | None = None

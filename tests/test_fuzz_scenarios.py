@@ -51,7 +51,7 @@ def _set(data: dict, dotted: str, value) -> None:
     node[last] = value
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           database=None)
 @given(seed=st.sampled_from(SEEDS),
        changes=st.lists(st.tuples(st.sampled_from(KEYS), VALUES), min_size=1, max_size=3),

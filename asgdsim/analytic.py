@@ -429,6 +429,9 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     mean = others * max(0.0, 1.0 - m * (1.0 + c2) / (2.0 * max(gradients, 1.0)))
     if m == 1:
         staleness, staleness_law = Pmf.point(0), "exact: one learner"
+    elif mean <= 0:
+        # a run too short for any learner to see another's update (p = 1 below)
+        staleness, staleness_law = Pmf.point(0), "exact: the run stops before updates overlap"
     elif _ideal(sc) and _is_exponential(law):
         p = 1.0 / (1.0 + mean)
         k = np.arange(0, math.ceil(math.log(1e-13) / math.log1p(-p)) + 2)

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from . import catalog
+from . import budget, catalog
 from .errors import OutputExists, ScenarioError, UsageError
 from .names import component_name
 
@@ -35,17 +34,58 @@ __all__ = ["main"]
 USAGE_ERROR = 2
 
 
+def _bounded(kind: type, low: float, high: float = math.inf, *, low_open: bool = False):
+    """An argparse type: a finite ``kind`` in [low, high] (or (low, high])."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}"
+                                             f", got {text!r}") from None
+        if not math.isfinite(value) or value < low or (low_open and value == low) or value > high:
+            bound = f"{'above' if low_open else 'at least'} {low:,}" + \
+                (f" and at most {high:,}" if high < math.inf else "")
+            what = "an integer" if kind is int else "a finite number"
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__      # argparse names the type in its messages
+    return parse
+
+
+POSITIVE_INT = _bounded(int, 1)
+#: the planner ranks every (nodes, GPUs per node, sub-batch) up to this many
+#: GPUs with the closed form; beyond it the candidates alone take minutes
+MAX_PLAN_GPUS = 65_536
+
+
+def _device(text: str) -> str:
+    """A PyTorch device asgdsim can time kernels on."""
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"expected cpu, mps, cuda or cuda:N, got {text!r}")
+    return text
+
+
+def _value(text: str) -> Any:
+    """A command-line value read as YAML would read it (64 an integer, "1 s"
+    text), by the same strict loader as files; what is not YAML stays text."""
+    from .safeyaml import YamlProblem, load
+
+    try:
+        return load(text)
+    except YamlProblem:
+        return text
+
+
 def _overrides(pairs: list[str]) -> dict[str, Any]:
     out = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--set {pair!r}: expected KEY=VALUE, e.g. workload.sub_batch=64")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
-        out[key.strip()] = value
+        if key.strip() in out:
+            # the last would win silently: the run would not be the one on the command line
+            raise UsageError(f"--set {key.strip()}: given twice; give each key once")
+        out[key.strip()] = _value(text)
     return out
 
 
@@ -130,35 +170,36 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
                    events: bool = True) -> tuple[Result, Path]:
     """Simulate the command's scenario and write its files (run and compare;
     ``events`` False leaves out the per-gradient and per-update tables)."""
+    scenario = _load(args)      # first: a mistake is answered before the heavy imports
     from .output import check_writable, write_run
     from .simulation import simulate
 
-    scenario = _load(args)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
+    budget.check(scenario, args.scenario, args.max_events, args.max_memory)
     result = simulate(scenario)
     write_run(result, out, overwrite=True, events=events)
     return result, out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    result, out = _simulate_into(args)
     from .output import RUN_FILES
 
-    result, out = _simulate_into(args)
     print(headline(result))
     print(f"wrote {out}/: {', '.join(RUN_FILES)}")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if args.check is not None and args.check < 0:
+    if args.check is not None and not (math.isfinite(args.check) and args.check >= 0):
         raise UsageError(f"--check must be a non-negative tolerance, got {args.check}")
+    result, out = _simulate_into(args, "-compare", events=False)
     import pandas as pd
 
     from .compare import comparison
     from .output import COMPARE_FILES
 
-    result, out = _simulate_into(args, "-compare", events=False)
     table = comparison(result)
     print(f"{result.scenario.name}: simulated against the closed form "
           f"({result.summary['gradients']} gradients, {result.summary['updates']} updates; "
@@ -202,19 +243,41 @@ def _grid(pairs: list[str]) -> dict[str, list]:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip() or not text:
             raise UsageError(f"--grid {pair!r}: expected KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
-        values = []
-        for item in text.split(","):
-            try:
-                values.append(yaml.safe_load(item))
-            except yaml.YAMLError:
-                values.append(item)
-        grid[key.strip()] = values
+        if key.strip() in grid:
+            raise UsageError(f"--grid {key.strip()}: given twice; give each key once, with "
+                             "all its values (KEY=V1,V2,...)")
+        grid[key.strip()] = [_value(item) for item in text.split(",")]
     return grid
+
+
+def _check_scheduler(address: str | None) -> None:
+    """Knock on a Dask scheduler's port before any work: Dask itself waits
+    30 s for a scheduler that is not there, then raises."""
+    if address is None:
+        return
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if parts.scheme not in ("tcp", "tls") or not host or port is None:
+        raise UsageError(f"--scheduler {address!r}: expected an address such as "
+                         "tcp://127.0.0.1:8786")
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError as exc:
+        raise UsageError(f"--scheduler {address}: no scheduler answers there "
+                         f"({exc.strerror or exc}); start one (dask scheduler) or leave out "
+                         "--scheduler for local workers") from None
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler is not None:
         raise UsageError("give --workers or --scheduler, not both")
+    _check_scheduler(args.scheduler)
     from .sweep import SweepError, print_progress, sweep
 
     try:
@@ -233,10 +296,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    if args.target_minibatch <= 0 or not 0 < args.tolerance < 1 or args.confirm < 0 \
-            or args.max_gpus < 1 or (args.max_staleness is not None and args.max_staleness < 0):
-        raise UsageError("--target-minibatch and --max-gpus must be positive, --tolerance "
-                         "between 0 and 1, --confirm and --max-staleness at least 0")
+    problems = [
+        *([] if math.isfinite(args.target_minibatch) and args.target_minibatch > 0 else
+          [f"--target-minibatch: expected a finite number above 0, got {args.target_minibatch}"]),
+        *([] if 0 < args.tolerance < 1 else
+          [f"--tolerance: expected a number between 0 and 1, got {args.tolerance}"]),
+        *([] if 1 <= args.max_gpus <= MAX_PLAN_GPUS else
+          [f"--max-gpus: expected an integer from 1 to {MAX_PLAN_GPUS:,} (every configuration "
+           f"up to it is ranked by the closed form), got {args.max_gpus}"]),
+        *([] if args.confirm >= 0 else [f"--confirm: expected at least 0, got {args.confirm}"]),
+        *([] if args.max_staleness is None or (math.isfinite(args.max_staleness)
+                                                 and args.max_staleness >= 0) else
+          [f"--max-staleness: expected a finite number at least 0, got {args.max_staleness}"]),
+    ]
+    if problems:
+        raise UsageError("; ".join(problems))
     from .atomic import atomic_write
     from .output import check_writable
     from .plan import plan, plan_figure
@@ -246,6 +320,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
     check_writable(out, args.overwrite)
+    if args.confirm:
+        _check_scheduler(args.scheduler)
     result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
                   args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
                   overrides=overrides, max_staleness=args.max_staleness)
@@ -321,7 +397,10 @@ def plan_text(result: Plan, name: str) -> str:
 def cmd_predict(args: argparse.Namespace) -> int:
     from .analytic import predict
 
-    pred = predict(_load(args))
+    scenario = _load(args)
+    # a stop or cycle the closed form cannot describe is refused, not computed
+    budget.check(scenario, args.scenario, math.inf, math.inf)
+    pred = predict(scenario)
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
     return 0
 
@@ -336,6 +415,7 @@ _CATALOG_COLUMNS = {
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    catalog.check()
     kinds = [args.kind] if args.kind else list(catalog.KINDS)
     for kind in kinds:
         print(f"{kind}:")
@@ -353,8 +433,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
 
 def cmd_timing(args: argparse.Namespace) -> int:
-    if args.batch <= 0:
-        raise UsageError(f"--batch must be a positive integer, got {args.batch}")
+    if not 0 < args.batch <= 2**31:
+        raise UsageError(f"--batch must be a positive integer up to 2**31, got {args.batch}")
     from .costs import COMPUTE_COSTS
     from .specs import GpuSpec, catalog_model
 
@@ -377,12 +457,17 @@ def cmd_timing(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    if not 0 < args.batch <= 2**16 or not 0 < args.repeats <= 1000:
+        raise UsageError("--batch must be an integer from 1 to 65536 and --repeats from 1 to "
+                         "1000 (each repeat times every kernel)")
+    try:
+        gpu_name = catalog.lookup("gpus", args.gpu)["name"]   # before PyTorch's seconds of import
+    except catalog.CatalogError as exc:
+        raise UsageError(str(exc)) from None
     try:
         import torch  # noqa: F401  (optional dependency)
     except ImportError:
         raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
-    if args.batch <= 0 or args.repeats <= 0:
-        raise UsageError("--batch and --repeats must be positive integers")
     from .profile import profile_model, write_table
     from .specs import catalog_model
 
@@ -405,6 +490,29 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bytes(text: str) -> float:
+    """An argparse type: a positive amount of memory, "8 GB" or bytes."""
+    from .units import UnitError, parse_quantity
+
+    try:
+        value = parse_quantity(text, "bytes")
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive amount such as '8 GB', got {text!r}")
+    return value
+
+
+def _budget_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-events", type=_bounded(float, 0, low_open=True),
+                        default=budget.DEFAULT_MAX_EVENTS, metavar="N",
+                        help="refuse a run estimated at more events (gradients and update "
+                        f"cycles; default {budget.DEFAULT_MAX_EVENTS:.0e}, some minutes)")
+    parser.add_argument("--max-memory", type=_bytes, default=budget.DEFAULT_MAX_MEMORY,
+                        metavar="BYTES", help="refuse a run estimated to need more memory "
+                        f"(default {budget.DEFAULT_MAX_MEMORY / 1e9:g} GB)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="asgdsim", description="Simulate asynchronous-SGD training clusters: the staleness "
@@ -420,14 +528,15 @@ def _parser() -> argparse.ArgumentParser:
 
     run = scenario_command("run", "simulate a scenario and write its results")
     run.add_argument("--out", help="output folder (default runs/<name>)")
-    run.add_argument("--seed", type=int, help="seed instead of the scenario's")
+    run.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
+    _budget_flags(run)
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
     comp.add_argument("--out", help="output folder (default runs/<name>-compare)")
-    comp.add_argument("--seed", type=int, help="seed instead of the scenario's")
+    comp.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     comp.add_argument("--check", type=float, metavar="TOL",
                       help="exit 1 if any of the five agreement figures exceeds TOL (relative "
                       "errors of epoch time, mean staleness and mean mini-batch; total-variation "
@@ -435,6 +544,7 @@ def _parser() -> argparse.ArgumentParser:
                       "assumptions")
     comp.add_argument("--overwrite", action="store_true",
                       help="replace this comparison's files in an output folder that holds files")
+    _budget_flags(comp)
     comp.set_defaults(func=cmd_compare)
 
     swp = sub.add_parser("sweep", help="simulate a grid of variations on Dask, resumably",
@@ -442,11 +552,11 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("scenario", help="scenario YAML file")
     swp.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2,...",
                      help="a dotted key and its values; several --grid make a product")
-    swp.add_argument("--replications", type=int, default=1,
+    swp.add_argument("--replications", type=POSITIVE_INT, default=1,
                      help="runs per grid point, each with its own seed (default 1)")
     swp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override one scenario key for every point, e.g. stop.epochs=0.5")
-    swp.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
+    swp.add_argument("--workers", type=POSITIVE_INT, help="local Dask worker processes (default 1)")
     swp.add_argument("--scheduler", help="address of an existing Dask scheduler")
     swp.add_argument("--out", required=True,
                      help="folder of the sweep; run again to resume, or with more values or "
@@ -472,7 +582,7 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--confirm", type=int, default=3, metavar="K",
                      help="simulate candidates in order until K are feasible by simulation "
                      "(default 3; 0 ranks by the closed form alone)")
-    pln.add_argument("--workers", type=int, help="local Dask worker processes (default 1)")
+    pln.add_argument("--workers", type=POSITIVE_INT, help="local Dask worker processes (default 1)")
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
     pln.add_argument("--out", help="output folder (default runs/<name>-plan)")
     pln.add_argument("--overwrite", action="store_true",
@@ -499,7 +609,7 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--batch", type=int, required=True, help="sub-batch size to time")
     prof.add_argument("--gpu", required=True,
                       help="catalog name of the device measured (the table's gpu column)")
-    prof.add_argument("--device", default="cpu", help="PyTorch device: cpu, cuda, cuda:1 ...")
+    prof.add_argument("--device", default="cpu", type=_device, help="PyTorch device: cpu, cuda, cuda:1 ...")
     prof.add_argument("--repeats", type=int, default=5,
                       help="timed runs per kernel after a warm-up; the median is kept (default 5)")
     prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
@@ -518,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ScenarioError as exc:
         print(exc, file=sys.stderr)
-    except (UsageError, OutputExists) as exc:
+    except (UsageError, OutputExists, catalog.CatalogError) as exc:
         print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print(f"\nasgdsim {args.command}: interrupted; what finished is kept "
@@ -528,6 +638,18 @@ def main(argv: list[str] | None = None) -> int:
         # the reader (head, less) left early: not an error of ours
         sys.stdout = open(os.devnull, "w")
         return 0
+    except (MemoryError, RecursionError) as exc:
+        # input that slipped past every check and still ran away: say so, briefly
+        print(f"asgdsim {args.command}: the input is too large to handle "
+              f"({type(exc).__name__}); make the scenario smaller", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if os.environ.get("ASGDSIM_TRACEBACK"):
+            raise
+        print(f"asgdsim {args.command}: internal error (a bug in asgdsim, not in your input): "
+              f"{type(exc).__name__}: {exc}; set ASGDSIM_TRACEBACK=1 to see where",
+              file=sys.stderr)
+        return 1
     return USAGE_ERROR
 
 

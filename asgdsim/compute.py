@@ -139,10 +139,24 @@ def read_user_table(path: str) -> pd.DataFrame:
     try:
         table = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read kernel table {path}: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ValueError(f"cannot read kernel table {path} ({reason})") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"kernel table {path} is empty; expected a header with gpu, op, pass, "
+                         "ms and a row per kernel") from None
     required = {"gpu", "op", "pass", "ms"}
     if missing := required - set(table.columns):
         raise ValueError(f"kernel table {path} lacks columns {', '.join(sorted(missing))}")
+    # a time that is text, missing, infinite or not positive would become a
+    # NaN or negative step deep inside the run: refuse it here, by line
+    ms = pd.to_numeric(table["ms"], errors="coerce")
+    bad = ~(np.isfinite(ms) & (ms > 0))
+    if bad.any():
+        rows = [int(i) + 2 for i in table.index[bad][:5]]      # +2: the header, 1-based
+        raise ValueError(f"kernel table {path}: column ms, line {', '.join(map(str, rows))}"
+                         f"{' ...' if bad.sum() > 5 else ''}: expected a positive number of "
+                         f"milliseconds, got {table['ms'][bad].iloc[0]!r}")
+    table["ms"] = ms
     for name in table["gpu"].unique():
         catalog.lookup("gpus", str(name))      # an unknown GPU is refused by name
     return table

@@ -190,6 +190,11 @@ class _Compiler:
 
 def compile_layers(description: list, input_shape: Shape) -> list[Layer]:
     """Flat layer records of a described network on ``input_shape`` (C, H, W)."""
+    if isinstance(description, (list, tuple)) and not description:
+        raise LayerError("layers: expected at least one layer, got an empty list")
     compiler = _Compiler()
     compiler.run(description, tuple(input_shape), "")
+    if not any(layer.params for layer in compiler.layers):
+        # nothing to train: no gradient to send, and a step of no FLOPs divides by zero
+        raise LayerError("layers: expected at least one layer with weights (conv, fc or norm)")
     return compiler.layers

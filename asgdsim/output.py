@@ -9,6 +9,7 @@ silently.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .atomic import atomic_text, atomic_write
@@ -28,8 +29,18 @@ COMPARE_FILES = tuple(f for f in RUN_FILES if f not in EVENT_FILES)
 
 
 def check_writable(out: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an output folder that could not be written:
+    one that is a file, under a file, in a folder that is not writable, or
+    that holds files (unless ``overwrite``)."""
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise OutputExists(f"{out} exists and is not a folder")
+    # the nearest existing folder above is where the missing ones get made
+    parent = out if out.exists() else next((p for p in out.absolute().parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise OutputExists(f"cannot make {out}: {parent} is a file, not a folder")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputExists(f"cannot write {out}: {parent} is not writable")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise OutputExists(f"{out} already holds files; pass --overwrite to replace this run's "
                            "files there, or choose another folder with --out")

@@ -24,7 +24,7 @@ import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
                       ValidationError, field_serializer, field_validator, model_validator)
 
-from . import catalog
+from . import catalog, safeyaml
 from .algorithms import Algorithm
 from .errors import ScenarioError
 from .memory import Footprint, footprint
@@ -282,7 +282,9 @@ class Stop(_Spec):
     """Stop at the first condition reached; ``warmup`` is left out of the
     staleness and mini-batch statistics (not of the epoch time)."""
 
-    epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    # a million epochs is already years of simulation; beyond it the
+    # closed form's sums overflow before the cost estimate can refuse the run
+    epochs: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
     gradients: Count | None = None
     updates: Count | None = None
     time: Seconds | None = None
@@ -295,6 +297,10 @@ class Stop(_Spec):
         return self
 
 
+#: the most learners a scenario may have (see Scenario._learners_within_reach)
+MAX_LEARNERS = 16_384
+
+
 class Scenario(_Spec):
     name: str
     seed: Annotated[int, Field(ge=0, strict=True)] = 0
@@ -304,6 +310,18 @@ class Scenario(_Spec):
     timing: Timing = Field(default_factory=Timing)
     stop: Stop = Stop(epochs=1)
     faults: Faults = Field(default_factory=Faults)
+
+    @model_validator(mode="after")
+    def _learners_within_reach(self) -> Scenario:
+        # the simulator holds a process and random streams per learner and the
+        # closed form's queueing analysis steps through the learners one by
+        # one: beyond this, both take minutes before the first event
+        if self.cluster.learners > MAX_LEARNERS:
+            raise KeyedError("cluster.nodes",
+                             f"expected at most {MAX_LEARNERS:,} learners in all, got "
+                             f"{self.cluster.learners:,} ({self.cluster.nodes:,} nodes of "
+                             f"{self.cluster.learners_per_node:,})")
+        return self
 
     @model_validator(mode="after")
     def _slow_learners_exist(self) -> Scenario:
@@ -351,7 +369,10 @@ class Scenario(_Spec):
         need = self.footprint
         if not need.fits:
             gpu = self.cluster.gpu
-            raise KeyedError("workload.sub_batch",
+            # weights that alone overflow the GPU are the model's fault, not the sub-batch's
+            key = "workload.model" if need.capacity and need.weights > need.capacity \
+                else "workload.sub_batch"
+            raise KeyedError(key,
                              f"{self.workload.model.name} at sub-batch {self.workload.sub_batch} "
                              f"does not fit in the {gpu.memory / 1e9:.0f} GB of a {gpu.name}: "
                              f"{need.describe(self.workload.sub_batch)}")
@@ -396,12 +417,10 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(source, [("", f"cannot be read ({exc})")]) from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError(source, [("", f"{where}not valid YAML ({problem})")]) from None
+        data = safeyaml.load(text)
+    except safeyaml.YamlProblem as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        raise ScenarioError(source, [(exc.key, f"{where}{exc.message}")]) from None
     if data is None:
         raise ScenarioError(source, [("", "the file is empty; expected a scenario mapping "
                                           "with workload, cluster and algorithm")])
@@ -419,6 +438,9 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
                        source: str = "<scenario>") -> Scenario:
     """Validate a scenario given as a mapping (the parsed YAML)."""
+    # a broken user catalog is reported at its own file and key, not at the
+    # scenario key that happens to name one of its entries
+    catalog.check()
     data = apply_overrides(data, overrides or {}, source)
     try:
         return Scenario.model_validate(data)

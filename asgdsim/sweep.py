@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from . import safeyaml
 from .atomic import atomic_text, atomic_write
 from .scenario import apply_overrides, load_scenario, scenario_from_dict
 from .simulation import simulate
@@ -105,7 +105,7 @@ def run_point(raw: dict, source: str, point: Point) -> dict:
 def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
     """The scenario file as written (overrides apply to it as --set does)."""
     load_scenario(scenario)           # refuses a bad file with its own message
-    data = yaml.safe_load(Path(scenario).read_text(encoding="utf-8"))
+    data = safeyaml.load(Path(scenario).read_text(encoding="utf-8"))
     data.setdefault("name", Path(scenario).stem)
     timing = data.get("timing")
     if isinstance(timing, dict) and isinstance(timing.get("kernel_table"), str):

@@ -10,6 +10,12 @@ replaces a shipped one of the same name. Lookup returns the
 raw mapping (quantities still as text); the scenario layer validates it into
 typed specs, so catalog entries and inline specs in a scenario go through the
 same checks.
+
+A user's file is a user's input like a scenario: it is read by the strict
+YAML loader (no duplicate keys, no aliases), and :func:`check` validates
+every entry of it before any scenario uses one, so a mistake is reported at
+the file's own key (``gpus.K80.peak_flops``), not at the scenario key that
+named the entry.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
+from .. import safeyaml
+from ..errors import ScenarioError
 
-__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "entries", "fingerprint", "lookup", "names",
+__all__ = ["KINDS", "USER_CATALOG", "CatalogError", "CatalogFileError", "check", "entries", "fingerprint", "lookup", "names",
            "reload", "variability"]
 
 #: catalog kind -> data file
@@ -36,6 +43,11 @@ class CatalogError(ValueError):
     """A name that is in no catalog entry."""
 
 
+class CatalogFileError(ScenarioError, CatalogError):
+    """A user's catalog file that cannot be used: located at its own keys,
+    answered like a bad scenario (exit 2, one line per problem)."""
+
+
 USER_CATALOG = "ASGDSIM_CATALOG"
 
 
@@ -47,26 +59,64 @@ def entries(kind: str) -> dict[str, dict]:
 @cache
 def _entries(kind: str, user_files: str) -> dict[str, dict]:
     text = resources.files(__package__).joinpath(KINDS[kind]).read_text(encoding="utf-8")
-    found = {name: {"name": name, **spec} for name, spec in yaml.safe_load(text).items()}
+    found = {name: {"name": name, **spec} for name, spec in safeyaml.load(text).items()}
     for path in filter(None, user_files.split(os.pathsep)):
-        found.update({name: {"name": name, **spec}
+        found.update({str(name): {**spec, "name": str(name)}
                       for name, spec in _user_file(path).get(kind, {}).items()})
     return found
 
 
 @cache
 def _user_file(path: str) -> dict:
+    """The user's file at ``path``, its shape checked (entries are checked by :func:`check`)."""
     where = f"{USER_CATALOG} file {path}"
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{where} cannot be read: {exc}") from None
-    if not isinstance(data, dict) or set(data) - set(KINDS):
-        raise CatalogError(f"{where}: expected a mapping with keys among {', '.join(KINDS)}")
+        data = safeyaml.load(Path(path).read_text(encoding="utf-8"))
+    except safeyaml.YamlProblem as exc:
+        raise CatalogFileError(where, [(exc.key, str(exc))]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise CatalogFileError(where, [("", f"cannot be read ({reason})")]) from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise CatalogFileError(where, [("", f"expected a mapping with keys among "
+                                            f"{', '.join(KINDS)}, got {type(data).__name__}")])
+    problems = [(str(kind), f"unknown catalog kind; expected one of {', '.join(KINDS)}")
+                for kind in data if kind not in KINDS]
     for kind, items in data.items():
-        if not isinstance(items, dict) or not all(isinstance(v, dict) for v in items.values()):
-            raise CatalogError(f"{where}: {kind}: expected a mapping of names to specs")
+        if kind not in KINDS:
+            continue
+        if not isinstance(items, dict):
+            problems.append((kind, f"expected a mapping of names to specs, got {items!r:.40}"))
+            continue
+        for name, spec in items.items():
+            key = f"{kind}.{name}"
+            if not isinstance(spec, dict):
+                problems.append((key, f"expected a mapping of the entry's keys, got {spec!r:.40}"))
+            elif "aliases" in spec and not (isinstance(spec["aliases"], list) and all(
+                    isinstance(a, str) and a.strip() for a in spec["aliases"])):
+                problems.append((f"{key}.aliases",
+                                 f"expected a list of names, got {spec['aliases']!r:.40}"))
+    if problems:
+        raise CatalogFileError(where, problems)
     return data
+
+
+def check() -> None:
+    """Validate every entry of the user's catalog files, as a scenario's
+    inline spec would be; :class:`CatalogFileError` names the file and the
+    entry's own key. Shipped entries are checked by the tests."""
+    _check(fingerprint())
+
+
+@cache
+def _check(fingerprint: tuple[str, int]) -> None:
+    from .validate import problems_of   # the spec types import this module
+
+    for path in filter(None, fingerprint[0].split(os.pathsep)):
+        problems = problems_of(_user_file(path))
+        if problems:
+            raise CatalogFileError(f"{USER_CATALOG} file {path}", problems)
 
 
 _generation = 0
@@ -77,6 +127,7 @@ def reload() -> None:
     global _generation
     _entries.cache_clear()
     _user_file.cache_clear()
+    _check.cache_clear()
     _generation += 1
 
 
@@ -118,4 +169,4 @@ def lookup(kind: str, name: str) -> dict:
 def variability(name: str) -> dict:
     """A measured variability law of ``variability.yaml`` (with its source)."""
     text = resources.files(__package__).joinpath("variability.yaml").read_text(encoding="utf-8")
-    return dict(yaml.safe_load(text)[name])
+    return dict(safeyaml.load(text)[name])

@@ -1,0 +1,147 @@
+"""What a run will cost, estimated before it starts, and refused if too much.
+
+A scenario can be valid and still absurd for the machine it runs on: a
+million epochs, a stop time of years, an update cycle of a nanosecond. The
+simulator's cost is close to proportional to the events it handles: the
+gradients (one learner step each) and the update cycles (an update, or an
+empty cycle of a node's update thread). The closed form, which costs
+milliseconds, says how fast both come; the stop condition says how long the
+run lasts. From these :func:`estimate` gives events, memory and wall time
+at a rate measured on a small machine, and :func:`check` refuses a run over
+the limits, naming the stop key that sets its length and the flag that
+lifts the limit. The defaults suit a 2-core, 8 GB machine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import ScenarioError
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
+__all__ = ["DEFAULT_MAX_EVENTS", "DEFAULT_MAX_MEMORY", "EVENTS_PER_S", "Estimate", "check",
+           "estimate"]
+
+#: gradients plus update cycles simulated per second of wall time: the
+#: default scenario at 200,000 gradients ran 218,000 in 3.05 s on a 2-core
+#: machine; rounded down, since other kinds do more per gradient
+EVENTS_PER_S = 50_000
+#: about seven minutes at that rate
+DEFAULT_MAX_EVENTS = 20_000_000
+#: half of an 8 GB machine
+DEFAULT_MAX_MEMORY = 4e9
+#: bytes held per recorded gradient (its row, and the DataFrame made of the
+#: rows; measured: 104 MB more for 180,000 more gradients), per update
+#: cycle, per learner (its random streams and processes), and to start
+BYTES_PER_GRADIENT, BYTES_PER_CYCLE, BYTES_PER_LEARNER, BYTES_BASE = 600, 200, 20_000, 250e6
+#: update cycles per learner step beyond which a fixed cycle is absurd
+MAX_CYCLES_PER_STEP = 10_000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A run's expected size: ``key`` is the stop condition that ends it."""
+
+    gradients: float
+    cycles: float
+    simulated_s: float
+    learners: int
+    key: str
+
+    @property
+    def events(self) -> float:
+        return self.gradients + self.cycles
+
+    @property
+    def memory_bytes(self) -> float:
+        return (BYTES_BASE + BYTES_PER_GRADIENT * self.gradients + BYTES_PER_CYCLE * self.cycles
+                + BYTES_PER_LEARNER * self.learners)
+
+    @property
+    def wall_s(self) -> float:
+        return self.events / EVENTS_PER_S
+
+    def describe(self) -> str:
+        return (f"about {self.gradients:,.0f} gradients and {self.cycles:,.0f} update cycles "
+                f"({self.events:.3g} events, {self.simulated_s:.3g} s simulated), "
+                f"{self.memory_bytes / 1e9:.3g} GB of memory and {_duration(self.wall_s)} at "
+                f"{EVENTS_PER_S:,} events/s")
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def estimate(scenario: Scenario) -> Estimate:
+    """The run's size from the closed form's rates and the stop condition."""
+    from .analytic import predict
+    from .scenario import Stop
+
+    interval = scenario.timing.update_interval
+    if interval is not None:
+        # the closed form lays out every cycle of a step: refuse first a
+        # cycle so short that a step spans millions of them
+        from .costs import costs_of
+        step_s = costs_of(scenario).compute.mean
+        if step_s / interval > MAX_CYCLES_PER_STEP:
+            raise ScenarioError("", [("timing.update_interval", (
+                f"expected a cycle no shorter than a {MAX_CYCLES_PER_STEP:,}th of a learner step "
+                f"({step_s:.3g} s), got {interval:.3g} s: nearly every cycle would be empty"))])
+    # the rates do not depend on the stop condition; one epoch keeps the
+    # closed form in its usual regime whatever the user's stop is
+    steady = scenario.model_copy(update={"stop": Stop(epochs=1)})
+    summary = predict(steady).summary
+    sub_batch = scenario.workload.sub_batch
+    per_s = summary["steady_throughput_samples_per_s"] / sub_batch     # gradients per second
+    step_s = summary["t_gpu_s"]
+    cycle_s = summary["t_update_s"]
+    stop = scenario.stop
+    lengths = {}        # stop key -> gradients until it is reached
+    if stop.epochs is not None:
+        lengths["stop.epochs"] = stop.epochs * scenario.workload.dataset_samples / sub_batch
+    if stop.gradients is not None:
+        lengths["stop.gradients"] = float(stop.gradients)
+    if stop.updates is not None:
+        per_update = max(1.0, summary["minibatch"]["mean"] / sub_batch)
+        lengths["stop.updates"] = stop.updates * per_update
+    if stop.time is not None:
+        if step_s > 0 and stop.time < step_s:
+            raise ScenarioError("", [("stop.time", f"expected at least one learner step "
+                                                   f"({step_s:.3g} s), got {stop.time:.3g} s: "
+                                                   "the run would end before any gradient")])
+        lengths["stop.time"] = stop.time * per_s
+    key = min(lengths, key=lengths.get)
+    gradients = lengths[key]
+    simulated = gradients / per_s if per_s > 0 else math.inf
+    if key == "stop.time":
+        simulated = stop.time
+    cycles = simulated / cycle_s if cycle_s > 0 else 0.0
+    if scenario.timing.update_interval is not None and cycles > 10 * gradients:
+        key = "timing.update_interval"      # the cycles, not the stop, make it long
+    return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
+
+
+def check(scenario: Scenario, source: str, max_events: float = DEFAULT_MAX_EVENTS,
+          max_memory: float = DEFAULT_MAX_MEMORY) -> Estimate:
+    """Refuse, with the estimate, a run beyond the limits; else return its estimate."""
+    try:
+        size = estimate(scenario)
+    except ScenarioError as exc:
+        raise ScenarioError(source, exc.problems) from None
+    over = []
+    if not size.events <= max_events:
+        over.append(f"more than --max-events {max_events:.3g}")
+    if not size.memory_bytes <= max_memory:
+        over.append(f"more than --max-memory {max_memory / 1e9:.3g} GB")
+    if over:
+        raise ScenarioError(source, [(size.key, f"this run would take {size.describe()}: "
+                                                f"{' and '.join(over)}; shorten the run, or "
+                                                "raise the limit with the flag if you mean it")])
+    return size

@@ -66,10 +66,14 @@ class Estimate:
         return self.events / EVENTS_PER_S
 
     def describe(self) -> str:
-        return (f"about {self.gradients:,.0f} gradients and {self.cycles:,.0f} update cycles "
+        return (f"about {_count(self.gradients)} gradients and {_count(self.cycles)} update cycles "
                 f"({self.events:.3g} events, {self.simulated_s:.3g} s simulated), "
                 f"{self.memory_bytes / 1e9:.3g} GB of memory and {_duration(self.wall_s)} at "
                 f"{EVENTS_PER_S:,} events/s")
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}" if n < 1e12 else f"{n:.3g}"
 
 
 def _duration(seconds: float) -> str:
@@ -102,6 +106,12 @@ def estimate(scenario: Scenario) -> Estimate:
     per_s = summary["steady_throughput_samples_per_s"] / sub_batch     # gradients per second
     step_s = summary["t_gpu_s"]
     cycle_s = summary["t_update_s"]
+    failures = scenario.faults.failures
+    if failures is not None and step_s > 0:
+        # (the closed form counts the time down) and a step finishes only if
+        # its learner does not fail first: with failures as often as steps
+        # the run crawls, and the failures are events too
+        per_s *= math.exp(-min(step_s / failures.mtbf, 700.0))
     stop = scenario.stop
     lengths = {}        # stop key -> gradients until it is reached
     if stop.epochs is not None:
@@ -125,6 +135,12 @@ def estimate(scenario: Scenario) -> Estimate:
     cycles = simulated / cycle_s if cycle_s > 0 else 0.0
     if scenario.timing.update_interval is not None and cycles > 10 * gradients:
         key = "timing.update_interval"      # the cycles, not the stop, make it long
+    if failures is not None:
+        # each failure and rejoin stops and restarts its learners
+        outages = scenario.cluster.learners * simulated / (failures.mtbf + failures.repair)
+        cycles += 2 * outages
+        if outages > gradients:
+            key = "faults.failures.mtbf"
     return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
 
 

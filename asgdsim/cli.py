@@ -631,7 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, OutputExists, catalog.CatalogError) as exc:
         print(f"asgdsim {args.command}: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
-        print(f"\nasgdsim {args.command}: interrupted; what finished is kept "
+        print(f"\nasgdsim {args.command}: interrupted; what finished is kept, and an "
+              "output folder holds its previous files or all of the new ones, never a mix "
               "(a sweep resumes when run again)", file=sys.stderr)
         return 130
     except BrokenPipeError:

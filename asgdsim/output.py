@@ -1,15 +1,19 @@
 """Writing a run's results to a folder (the command line's job only).
 
-Files appear whole or not at all: each is written under a temporary name
-and moved into place. A folder that already holds files is not written into
-unless the caller says so, so nothing a user kept there is overwritten
-silently.
+A run appears whole or not at all: its files are written into a staging
+folder and moved into place together. A folder that already holds files is
+not written into unless the caller says so, so nothing a user kept there is
+overwritten silently.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .atomic import atomic_text, atomic_write
@@ -49,17 +53,54 @@ def check_writable(out: Path, overwrite: bool) -> None:
 def write_run(result: Result, out: Path, overwrite: bool = False,
               events: bool = True) -> list[Path]:
     """Write the files of ``run`` (DESIGN.md) into ``out``, without the event
-    tables if ``events`` is False; return their paths."""
+    tables if ``events`` is False; return their paths.
+
+    The run is all or nothing: its files are written into a staging folder
+    beside ``out`` and moved in together, with Ctrl-C held back for the
+    moves (renames in one file system, microseconds), so an interrupted run
+    leaves the previous files in ``out`` as they were, and whatever else
+    the user keeps there is never touched."""
     out = Path(out)
     check_writable(out, overwrite)
     sc = result.scenario
+    names = RUN_FILES if events else COMPARE_FILES
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        atomic_text(staging / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+        if events:
+            atomic_write(staging / "gradients.parquet",
+                         lambda tmp: result.gradients.to_parquet(tmp, index=False))
+            atomic_write(staging / "updates.parquet",
+                         lambda tmp: result.updates.to_parquet(tmp, index=False))
+        atomic_text(staging / "scenario.yaml", resolved_yaml(sc))
+        atomic_write(staging / "comparison.csv",
+                     lambda tmp: comparison(result).to_csv(tmp, index=False))
+        for name, fig in compare_figures(result).items():
+            atomic_write(staging / "figures" / name,
+                         lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
+        with interrupts_held():
+            for name in names:
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / f for f in names]
 
-    atomic_text(out / "summary.json", json.dumps(result.summary, indent=2) + "\n")
-    if events:
-        atomic_write(out / "gradients.parquet", lambda tmp: result.gradients.to_parquet(tmp, index=False))
-        atomic_write(out / "updates.parquet", lambda tmp: result.updates.to_parquet(tmp, index=False))
-    atomic_text(out / "scenario.yaml", resolved_yaml(sc))
-    atomic_write(out / "comparison.csv", lambda tmp: comparison(result).to_csv(tmp, index=False))
-    for name, fig in compare_figures(result).items():
-        atomic_write(out / "figures" / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
-    return [out / f for f in (RUN_FILES if events else COMPARE_FILES)]
+
+@contextmanager
+def interrupts_held():
+    """Ctrl-C waits until the block is done, then interrupts as usual (only
+    the main thread can hold it; elsewhere the block runs as it is)."""
+    caught = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    except ValueError:       # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt

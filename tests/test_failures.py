@@ -138,3 +138,18 @@ def test_the_same_seed_fails_alike():
     assert a.outages.equals(b.outages)
     c = simulate(failing("async", seed=7))
     assert not c.outages.equals(a.outages)
+
+
+def test_failures_faster_than_steps_are_refused_before_the_run(tmp_path, capsys):
+    """A step finishes only if its learner does not fail first: failures as
+    often as steps would make the run crawl, and the estimate says so."""
+    from asgdsim.cli import main
+
+    path = tmp_path / "crawl.yaml"
+    path.write_text("name: crawl\nworkload: {model: alexnet, dataset_samples: 64000, sub_batch: 64}\n"
+                    "cluster: {machine: tsubame-kfc-dl, nodes: 2}\nalgorithm: {kind: sync}\n"
+                    "faults: {failures: {mtbf: 1 ms, repair: 1 ms}}\nstop: {epochs: 1}\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "faults.failures.mtbf" in err and "--max-events" in err
+    assert not (tmp_path / "out").exists()

@@ -67,8 +67,8 @@ def test_the_allreduce_is_stretched_by_a_network_slowdown():
     env = simpy.Environment()
     allreduce = Allreduce(env, 2, 1.0)
     allreduce.profile = RateProfile(((0.5, 10.0, 0.5),))
-    done = allreduce.join([])
-    allreduce.join([])
+    done = allreduce.join([], 0)
+    allreduce.join([], 1)
     env.run(done)
     assert env.now == pytest.approx(1.5)       # 0.5 s at full rate, 0.5 s of work at half
     assert allreduce.busy_s == pytest.approx(1.5)

@@ -158,6 +158,16 @@ CASES = [
 ]
 
 
+def hold(env: simpy.Environment, *resources_and_time):
+    """Hold every resource given at once for the time given last."""
+    *held, seconds = resources_and_time
+    requests = [r.request() for r in held]
+    yield env.all_of(requests)
+    yield env.timeout(seconds)
+    for r, request in zip(held, requests):
+        r.release(request)
+
+
 def bare_downpour_modelled(nodes: int, per_node: int, per_link: int, shards: int, costs,
                            n_fetch: int, n_push: int, gradients: int, seed: int = 0) -> int:
     """Modelled downpour in plain SimPy: disks, host links, node and shard ports."""
@@ -170,33 +180,25 @@ def bare_downpour_modelled(nodes: int, per_node: int, per_link: int, shards: int
     done = env.event()
     step, sd = costs.compute.mean, costs.compute.std / costs.compute.mean
 
-    def hold(*resources_and_time):
-        *held, seconds = resources_and_time
-        requests = [r.request() for r in held]
-        yield env.all_of(requests)
-        yield env.timeout(seconds)
-        for r, request in zip(held, requests):
-            r.release(request)
-
     def learner(index: int):
         node, link, steps = index // per_node, index // per_link, 0
         while True:
-            yield from hold(disks[node], costs.batch_read_s)
-            yield from hold(links[link], costs.batch_to_gpu_s)
+            yield from hold(env, disks[node], costs.batch_read_s)
+            yield from hold(env, links[link], costs.batch_to_gpu_s)
             yield env.timeout(step * rng.lognormvariate(-sd * sd / 2, sd))
             steps += 1
             if steps % n_push == 0:
-                yield from hold(links[link], costs.gradient_to_host_s)
+                yield from hold(env, links[link], costs.gradient_to_host_s)
                 for shard in range(shards):
-                    yield from hold(out[node], shard_in[shard], part)
+                    yield from hold(env, out[node], shard_in[shard], part)
                 state["version"] += 1
                 state["gradients"] += n_push
                 if state["gradients"] >= gradients and not done.triggered:
                     done.succeed()
             if steps % n_fetch == 0:
                 for shard in range(shards):
-                    yield from hold(shard_out[shard], into[node], part)
-                yield from hold(links[link], costs.weights_to_gpu_s)
+                    yield from hold(env, shard_out[shard], into[node], part)
+                yield from hold(env, links[link], costs.weights_to_gpu_s)
 
     for index in range(nodes * per_node):
         env.process(learner(index))
@@ -222,14 +224,6 @@ def bare_k_batch_sync_modelled(nodes: int, per_node: int, per_link: int, costs, 
     done = env.event()
     step, sd = costs.compute.mean, costs.compute.std / costs.compute.mean
 
-    def hold(*resources_and_time):
-        *held, seconds = resources_and_time
-        requests = [r.request() for r in held]
-        yield env.all_of(requests)
-        yield env.timeout(seconds)
-        for r, request in zip(held, requests):
-            r.release(request)
-
     def update(closed, published):
         yield env.timeout(costs.server_update_s)
         state["version"] += 1
@@ -241,12 +235,12 @@ def bare_k_batch_sync_modelled(nodes: int, per_node: int, per_link: int, costs, 
         while True:
             closed, published = state["closed"], state["published"]
             while not closed.triggered:
-                yield from hold(disks[node], costs.batch_read_s)
-                yield from hold(links[link], costs.batch_to_gpu_s)
+                yield from hold(env, disks[node], costs.batch_read_s)
+                yield from hold(env, links[link], costs.batch_to_gpu_s)
                 yield env.timeout(step * rng.lognormvariate(-sd * sd / 2, sd)) | closed
                 if closed.triggered:
                     break
-                yield from hold(links[link], costs.gradient_to_host_s)
+                yield from hold(env, links[link], costs.gradient_to_host_s)
                 with out[node].request() as port, server_in.request() as server:
                     yield (port & server) | closed
                     if closed.triggered:
@@ -262,8 +256,8 @@ def bare_k_batch_sync_modelled(nodes: int, per_node: int, per_link: int, costs, 
                     env.process(update(closed, published))
             version = yield published
             while True:
-                yield from hold(server_out, into[node], costs.network_s)
-                yield from hold(links[link], costs.weights_to_gpu_s)
+                yield from hold(env, server_out, into[node], costs.network_s)
+                yield from hold(env, links[link], costs.weights_to_gpu_s)
                 if state["version"] == version:
                     break
                 version = state["version"]

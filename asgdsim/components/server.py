@@ -84,8 +84,9 @@ class SyncServer:
         self.cpu = Link(env, "server_cpu")
         self.instant = False    # a round always waits for every learner
         self._rows: list[int] = []
-        #: the learners, up, whose gradients are in this round
+        #: the learners, up, whose gradients are in this round, and how many it needs
         self._arrived: set[int] = set()
+        self._need = learners
         self._published = env.event()
         #: who is up (failures.Membership), where learners fail
         self.membership = None
@@ -99,24 +100,25 @@ class SyncServer:
         """One learner's recorded gradients into the round; wait for it to
         complete and return the version it produced."""
         self._rows.extend(rows)
-        self._arrived.add(learner)
+        arrived = self._arrived
+        arrived.add(learner)
         published = self._published
-        self._close_if_complete()
+        if len(arrived) >= self._need:
+            self._close()
         version = yield published
         return version
 
     def member_changed(self, learner: int, up: bool) -> None:
         """A learner that fails leaves the round (its gradient, if it pushed
-        one, stays in it): the round may now be complete."""
+        one, stays in it): the round may now be complete. The round's size
+        is its learners, or as many as are up."""
+        self._need = min(self.learners, self.membership.count)
         if not up:
             self._arrived.discard(learner)
-            self._close_if_complete()
+            if self._rows and len(self._arrived) >= self._need:
+                self._close()
 
-    def _close_if_complete(self) -> None:
-        # the round's learners, or as many as are up
-        up = self.membership.count if self.membership is not None else self.learners
-        if not self._rows or len(self._arrived) < min(self.learners, up):
-            return
+    def _close(self) -> None:
         published = self._published
         self._arrived = set()
         rows, self._rows, self._published = self._rows, [], self.env.event()

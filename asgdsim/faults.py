@@ -133,6 +133,11 @@ def _async_rates(scenario, costs, whole, laws, distinct):
         staleness = Pmf.from_probs(0, probs)
         out["staleness"] = ("exact: a mixture of geometric laws, learner i's with p_i its share "
                             "of the gradient rate, weighted by that share")
+    elif not any(law.is_constant for law in distinct):
+        staleness = _renewal_staleness(distinct, rates, rate)
+        out["staleness"] = ("approximation: learner i's a count law of mean (R - r_i) m_i (exact "
+                            "in steady state) and the variance of the others' renewal counts over "
+                            "its step, mixed by the learners' shares of the gradients")
     else:
         staleness = whole.staleness
         out["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
@@ -144,6 +149,28 @@ def _async_rates(scenario, costs, whole, laws, distinct):
                    staleness=staleness, laws=out, groups=_group_figures(scenario, laws, "async"))
 
 
+def _renewal_staleness(distinct, rates, rate):
+    """Async staleness with random steps of several laws, in steady state: a
+    learner's step X sees the others' stationary renewal processes, learner
+    j's about X / m_j times. The count's mean is (R - r_i) m_i; its variance
+    that of the mean over X, (R - r_i)^2 var X, plus each other learner's
+    around it: the lattice's frac (1 - frac) of X / m_j and the renewal
+    count's (m_i / m_j) cv_j^2. Each law's count law, weighted by its
+    learners' share of the gradients."""
+    from .analytic import _count_law, _mixture
+
+    parts = []
+    for law, learners in distinct.items():
+        others = rate - rates[law]
+        var = others ** 2 * law.var
+        for other, n in distinct.items():
+            ratio = law.mean / other.mean
+            frac = ratio - math.floor(ratio)
+            var += (n - (other == law)) * (frac * (1 - frac) + ratio * other.cv ** 2)
+        parts.append((learners * rates[law] / rate, *_count_law(others * law.mean, var)))
+    return _mixture(parts)
+
+
 def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
     """The closed form's figures of each group (cluster.groups), where it
     has them (``exact_kind``: sync or async with ideal communication):
@@ -152,11 +179,12 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
       its share of the learners, and its mean step its laws' mean;
     - async: learner i gives gradients at rate r_i = 1 / m_i, so a group's
       share is its rates' share of the sum R, its mean step over its
-      gradients n_g / sum r_i, and with exponential steps its mean staleness
-      sum (R - r_i) / sum r_i (learner i's is geometric with p_i = r_i / R).
+      gradients n_g / sum r_i, and with random steps its mean staleness
+      sum (R - r_i) / sum r_i: learner i's step, independent of the others'
+      stationary renewal processes, sees (R - r_i) m_i of their gradients on
+      average (with exponential steps, geometric with p_i = r_i / R). Steps
+      of a constant length keep the learners in phase: no such mean.
     """
-    from .analytic import _is_exponential
-
     groups = scenario.cluster.groups
     if not groups:
         return ()
@@ -175,7 +203,7 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
         elif exact_kind == "async":
             own = rates[mine].sum()
             figures.update(mean_step_s=float(n / own), throughput_share=float(own / total))
-            if all(_is_exponential(law) for law in laws):
+            if not any(law.is_constant for law in laws):
                 figures["staleness_mean"] = float((total - rates[mine]).sum() / own)
         out.append(figures)
     return tuple(out)

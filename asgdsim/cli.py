@@ -149,8 +149,18 @@ def _prediction_text(pred: Prediction) -> str:
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
         f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
         f"p95 {s['minibatch']['p95']}   ({s['laws']['minibatch']})",
+        *(_group_line(i, g) for i, g in enumerate(s.get("groups", []))),
         *_symbols(s["laws"]),
     ])
+
+
+def _group_line(index: int, group: dict) -> str:
+    """A mixed cluster's group as the closed form sees it (what it has)."""
+    known = [f"{label} {fmt.format(group[key])}" for key, label, fmt in (
+        ("throughput_share", "share of the samples", "{:.1%}"), ("mean_step_s", "mean step", "{:.4f} s"),
+        ("staleness_mean", "staleness mean", "{:.3f}")) if group.get(key) is not None]
+    return (f"  group {index} ({group['learners']} x {group['gpu']}): "
+            + (", ".join(known) if known else "no closed form of its own"))
 
 
 #: the letters the laws are written in

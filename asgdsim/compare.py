@@ -76,7 +76,7 @@ def comparison(result: Result) -> pd.DataFrame:
 def _group_rows(result: Result) -> pd.DataFrame:
     """A mixed cluster's lines, group by group: learners, mean step, share
     of the applied samples and mean staleness, simulated and the closed
-    form's where it has them (relative errors of the step and the share)."""
+    form's where it has them, with their relative errors."""
     predicted = result.prediction.groups or [{} for _ in result.summary["groups"]]
     staleness = result.measured[0].groupby("group")["staleness"].mean()
     rows = []
@@ -91,7 +91,7 @@ def _group_rows(result: Result) -> pd.DataFrame:
             rows.append((f"{name} {label}", np.nan if simulated is None else simulated,
                          np.nan if value is None else value))
     table = pd.DataFrame(rows, columns=["figure", "simulated", "closed_form"])
-    relative = table["figure"].str.endswith(("mean step (s)", "throughput share"))
+    relative = table["figure"].str.endswith(("mean step (s)", "throughput share", "staleness mean"))
     table["rel_err"] = ((table["simulated"] - table["closed_form"]).abs()
                         / table["closed_form"].abs()).where(relative)
     return table

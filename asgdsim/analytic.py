@@ -76,6 +76,9 @@ class Prediction:
     #: expected gradients and updates applied by the run's end
     gradients: float = math.nan
     updates: float = math.nan
+    #: a mixed cluster's groups: learners, gpu, and mean_step_s,
+    #: throughput_share, staleness_mean where the closed form has them (faults.py)
+    groups: tuple[dict, ...] = ()
 
     @property
     def throughput_samples_per_s(self) -> float:
@@ -104,6 +107,7 @@ class Prediction:
             "staleness": self.staleness.describe(),
             "minibatch": self.minibatch.describe(),
             "laws": dict(self.laws),
+            **({"groups": [dict(g) for g in self.groups]} if self.groups else {}),
         }
 
 
@@ -115,10 +119,10 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
 
     costs = costs or costs_of(scenario)
     closed_form = KINDS[scenario.algorithm.kind].predict
-    if scenario.faults.slow_learners is not None:
-        from .faults import with_slow_learners
+    if scenario.faults.slow_learners is not None or scenario.cluster.groups is not None:
+        from .faults import with_learner_laws
         kind_form = closed_form
-        closed_form = lambda sc, c: with_slow_learners(sc, c, kind_form(sc, c))  # noqa: E731
+        closed_form = lambda sc, c: with_learner_laws(sc, c, kind_form(sc, c))  # noqa: E731
     if scenario.faults.failures is not None:
         from .faults import with_failures
         failure_free = closed_form

@@ -149,8 +149,18 @@ def _prediction_text(pred: Prediction) -> str:
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
         f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
         f"p95 {s['minibatch']['p95']}   ({s['laws']['minibatch']})",
+        *(_group_line(i, g) for i, g in enumerate(s.get("groups", []))),
         *_symbols(s["laws"]),
     ])
+
+
+def _group_line(index: int, group: dict) -> str:
+    """A mixed cluster's group as the closed form sees it (what it has)."""
+    known = [f"{label} {fmt.format(group[key])}" for key, label, fmt in (
+        ("throughput_share", "share of the samples", "{:.1%}"), ("mean_step_s", "mean step", "{:.4f} s"),
+        ("staleness_mean", "staleness mean", "{:.3f}")) if group.get(key) is not None]
+    return (f"  group {index} ({group['learners']} x {group['gpu']}): "
+            + (", ".join(known) if known else "no closed form of its own"))
 
 
 #: the letters the laws are written in
@@ -206,12 +216,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
           f"epoch time {result.summary['epoch_time_basis']})")
     for line in _caveat(result.prediction):
         print(line)
-    print(f"  {'figure':<26}{'simulated':>14}{'closed form':>14}{'rel. err':>11}")
+    width = max(26, *(len(f) + 1 for f in table["figure"]))    # a group's lines are longer
+    print(f"  {'figure':<{width}}{'simulated':>14}{'closed form':>14}{'rel. err':>11}")
     for row in table.itertuples(index=False):
         err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"
         right = "" if pd.isna(row.closed_form) else _number(row.closed_form)
-        print(f"{'*' if row.checked else ' '} {row.figure:<26}{_number(row.simulated):>14}"
-              f"{right:>14}{err}")
+        left = "" if pd.isna(row.simulated) else _number(row.simulated)
+        print(f"{'*' if row.checked else ' '} {row.figure:<{width}}{left:>14}{right:>14}{err}")
     print("  * the figures --check holds to its tolerance: relative errors of epoch time and "
           "the means (staleness relative to at least 1), total-variation distances; "
           "ks and wasserstein are the Kolmogorov-Smirnov and Wasserstein-1 distances")

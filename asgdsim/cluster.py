@@ -80,12 +80,11 @@ class Cluster:
 
 
 def computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int, Iterator[float]]]:
-    """(index, compute-time stream) of every learner; a persistently slow
-    learner's steps are its draws scaled by its slowdown."""
-    slow = scenario.faults.slow_learners
-    slowed = set(slow.learners) if slow is not None else set()
-    for index in range(scenario.cluster.learners):
-        law = costs.compute.scaled(slow.slowdown) if index in slowed else costs.compute
+    """(index, compute-time stream) of every learner, each from its own law
+    (costs.learner_laws: its group's, scaled where it is persistently slow)."""
+    from .costs import learner_laws
+
+    for index, law in enumerate(learner_laws(scenario, costs)):
         yield index, law.sampler(learner_stream(seed, index))
 
 

@@ -64,11 +64,36 @@ def comparison(result: Result) -> pd.DataFrame:
     analytic = {"staleness": result.prediction.staleness, "mini-batch": result.prediction.minibatch}
     extra = [(f"{name} {kind}", value, np.nan, np.nan)
              for name in simulated for kind, value in distances(simulated[name], analytic[name]).items()]
-    table = pd.concat([table, pd.DataFrame(extra, columns=table.columns)], ignore_index=True)
+    table = pd.concat([table, pd.DataFrame(extra, columns=table.columns),
+                       *([_group_rows(result)] if "groups" in s else [])], ignore_index=True)
     table["checked"] = table["figure"].isin(list(CHECKED))
     for figure, key in CHECKED.items():
         if not figure.endswith(" tv"):      # the distances are already in "simulated"
             table.loc[table["figure"] == figure, "rel_err"] = s["agreement"][key]
+    return table
+
+
+def _group_rows(result: Result) -> pd.DataFrame:
+    """A mixed cluster's lines, group by group: learners, mean step, share
+    of the applied samples and mean staleness, simulated and the closed
+    form's where it has them, with their relative errors."""
+    predicted = result.prediction.groups or [{} for _ in result.summary["groups"]]
+    staleness = result.measured[0].groupby("group")["staleness"].mean()
+    rows = []
+    for i, (sim, closed) in enumerate(zip(result.summary["groups"], predicted)):
+        name = f"group {i} ({sim['gpu']})"
+        for label, simulated, key in (
+                ("learners", sim["learners"], "learners"),
+                ("mean step (s)", sim["mean_step_s"], "mean_step_s"),
+                ("throughput share", sim["throughput_share"], "throughput_share"),
+                ("staleness mean", staleness.get(i, np.nan), "staleness_mean")):
+            value = closed.get(key)
+            rows.append((f"{name} {label}", np.nan if simulated is None else simulated,
+                         np.nan if value is None else value))
+    table = pd.DataFrame(rows, columns=["figure", "simulated", "closed_form"])
+    relative = table["figure"].str.endswith(("mean step (s)", "throughput share", "staleness mean"))
+    table["rel_err"] = ((table["simulated"] - table["closed_form"]).abs()
+                        / table["closed_form"].abs()).where(relative)
     return table
 
 

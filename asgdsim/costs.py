@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .compute import KernelModel
-from .distributions import Law, law_from_spec, straggling
+from .distributions import Law, Mixture, law_from_spec, straggling
 from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
 
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
-           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of"]
+           "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of",
+           "learner_laws"]
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
@@ -91,6 +92,9 @@ class Costs:
 
     ``compute`` is a law (one draw per step); the rest are constants. With
     ``communication: ideal`` every one but ``compute`` and ``cycle_s`` is 0.
+    In a mixed cluster ``group_computes`` holds each group's law and
+    ``compute`` is a learner's drawn at random (the groups' mixture by
+    learners): the mean law, which cluster-wide estimates read.
     """
 
     compute: Law
@@ -107,6 +111,7 @@ class Costs:
     server_update_s: float       # parameter server: apply one gradient or one round (each
                                  # shard its part, all at once: the time of one part)
     collective_s: float = 0.0    # allreduce: the collective's exposed part and the GPU update
+    group_computes: tuple = ()   # cluster.groups: each group's step law, in order
 
     @property
     def gpu_overhead_s(self) -> float:
@@ -115,28 +120,59 @@ class Costs:
                 + self.gradient_to_host_s + self.accumulate_s)
 
 
-def compute_law(scenario: Scenario) -> Law:
-    """The law of one learner step's compute time, stragglers included."""
+def compute_law(scenario: Scenario, gpu: GpuSpec | None = None,
+                compute: LawSpec | None = None) -> Law:
+    """The law of one learner step's compute time, stragglers included: on
+    ``gpu`` (default the cluster's) by ``compute`` (default ``timing.compute``)."""
     stragglers = scenario.faults.stragglers
-    law = _step_law(scenario)
+    law = _step_law(scenario, gpu or scenario.cluster.gpu, compute or scenario.timing.compute)
     return law if stragglers is None else straggling(law, stragglers.probability,
                                                       stragglers.slowdown)
 
 
-def _step_law(scenario: Scenario) -> Law:
+def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | str) -> Law:
     timing = scenario.timing
-    if isinstance(timing.compute, LawSpec):
-        return law_from_spec(timing.compute)
-    cost = COMPUTE_COSTS[timing.compute]
-    if timing.kernel_table is not None and timing.compute == "table":
+    if isinstance(compute, LawSpec):
+        return law_from_spec(compute)     # a law is the step: jitter is for modelled steps
+    cost = COMPUTE_COSTS[compute]
+    if timing.kernel_table is not None and compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)
-    step = learner_step_time(scenario, cost)
+    step = learner_step_time(scenario, cost, gpu)
     if timing.jitter == "none":
         return Law.constant(step)
     return law_from_spec(timing.jitter).scaled(step)
 
 
-def learner_step_time(scenario: Scenario, cost: ComputeCost) -> float:
+def group_laws(scenario: Scenario) -> tuple:
+    """Each group's step law (cluster.groups): its GPU's by the cost model,
+    or its own ``compute``."""
+    return tuple(compute_law(scenario, g.gpu, g.compute) for g in scenario.cluster.groups or ())
+
+
+def mean_law(laws: tuple, learners: list[int]):
+    """The law of a learner drawn at random: the one law where all are
+    alike, else the laws' mixture weighted by their learners."""
+    if all(law == laws[0] for law in laws):
+        return laws[0]
+    total = sum(learners)
+    return Mixture("mixture of the groups' laws", tuple(n / total for n in learners), laws)
+
+
+def learner_laws(scenario: Scenario, costs: Costs) -> list:
+    """Each learner's step law: its group's (the one ``costs.compute``
+    without groups), times its slowdown where it is persistently slow."""
+    cluster, slow = scenario.cluster, scenario.faults.slow_learners
+    if costs.group_computes:
+        laws = [law for group, law in zip(cluster.groups, costs.group_computes)
+                for _ in range(group.nodes * cluster.learners_per_node)]
+    else:
+        laws = [costs.compute] * cluster.learners
+    for index in sorted(set(slow.learners)) if slow is not None else ():
+        laws[index] = laws[index].scaled(slow.slowdown)
+    return laws
+
+
+def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None = None) -> float:
     """One learner's forward and backward seconds over its sub-batch.
 
     A learner of k GPUs (``cluster.gpus_per_learner``) splits its work:
@@ -145,7 +181,7 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost) -> float:
     its step time is shared most evenly, each GPU one stage in turn, the
     activations crossing each cut forward and their gradients back."""
     cluster, work = scenario.cluster, scenario.workload
-    gpu, model, k = cluster.gpu, work.model, cluster.gpus_per_learner
+    gpu, model, k = gpu or cluster.gpu, work.model, cluster.gpus_per_learner
     if k == 1:
         return cost.step_time(gpu, model, work.sub_batch)
     inside = cluster.gpu_to_gpu
@@ -166,11 +202,14 @@ def costs_of(scenario: Scenario) -> Costs:
     """Derive every duration from the scenario's hardware, model and timing."""
     cluster, work, timing = scenario.cluster, scenario.workload, scenario.timing
     weights = BYTES_PER_PARAMETER * work.model.parameters
-    compute = compute_law(scenario)
+    groups = group_laws(scenario)
+    compute = (mean_law(groups, [g.nodes * cluster.learners_per_node for g in cluster.groups])
+               if groups else compute_law(scenario))
     if timing.communication == "ideal":
         # only a fixed SPRINT cycle takes time (validation requires one)
         cycle = timing.update_interval or 0.0
-        return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0)
+        return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0,
+                     group_computes=groups)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
     # SPRINT's cycle; the other kinds have none and never read it
@@ -199,4 +238,5 @@ def costs_of(scenario: Scenario) -> Costs:
         server_update_s=cpu_pass_time(weights / getattr(scenario.algorithm, "servers", 1),
                                       memory_bw, streams=5),
         collective_s=aggregate(scenario, weights) if aggregate else 0.0,
+        group_computes=groups,
     )

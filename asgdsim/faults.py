@@ -1,15 +1,17 @@
-"""What the closed form says when learners are persistently slow.
+"""What the closed form says when learners differ: persistently slow
+learners, groups of different GPUs or step laws, failures, slow links.
 
 Stragglers need nothing here: a straggling step is part of the step law
 (:class:`~asgdsim.distributions.Straggling`), which every closed form reads
 as it reads any law; synchronous rounds get the exact E[max] of the mixture.
 
-Persistently slow learners (``faults.slow_learners``) break the symmetry
-every closed form assumes. Two results hold exactly with ideal
-communication, and replace the kind's own:
+Learners whose step laws differ (``faults.slow_learners``, a mixed
+``cluster.groups``, or both) break the symmetry every closed form assumes.
+Each learner has its own law (:func:`asgdsim.costs.learner_laws`); two
+results hold exactly with ideal communication, and replace the kind's own:
 
-- ``sync``: a round is E[max] of independent steps of two laws,
-  the integral of 1 - F(x)^(L - S) F(x / f)^S (S learners f times slower);
+- ``sync``: a round is E[max] of independent steps of those laws, the
+  integral of 1 - prod_j F_j(x)^(n_j) (n_j learners of law j);
 - ``async``: the learners are independent renewal processes, so gradients
   arrive at the rate sum of 1 / m_i; with exponential steps learner i's
   staleness counts the others' gradients during its own step, geometric
@@ -17,18 +19,20 @@ communication, and replace the kind's own:
   each learner's share of the gradients (mean L - 1 still).
 
 For every other kind, or with modelled communication, the prediction is
-labelled outside the closed form's assumptions.
+the kind's own on the law of a learner drawn at random, labelled outside
+the closed form's assumptions.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 from scipy import integrate, special
 
-__all__ = ["with_slow_learners", "with_link_slowdowns", "with_failures"]
+__all__ = ["with_learner_laws", "with_link_slowdowns", "with_failures"]
 
 
 def with_link_slowdowns(scenario, whole):
@@ -45,52 +49,164 @@ def with_link_slowdowns(scenario, whole):
     return replace(whole, laws=laws)
 
 
-def with_slow_learners(scenario, costs, whole):
-    """The closed form ``whole`` of the kind, for a scenario with slow learners."""
-    from .analytic import OUTSIDE, _ideal, _is_exponential
+def with_learner_laws(scenario, costs, whole):
+    """The closed form ``whole`` of the kind, for learners whose step laws
+    differ: groups of different GPUs or laws (cluster.groups), persistently
+    slow learners, or both. Each learner's law is costs.learner_laws';
+    ``whole`` took a learner's law at random (the mean law) for all."""
+    from .analytic import OUTSIDE, _ideal
+    from .costs import learner_laws
+
+    laws = learner_laws(scenario, costs)
+    kind, alike = scenario.algorithm.kind, all(law == laws[0] for law in laws)
+    exact = _ideal(scenario) and kind in ("sync", "async")
+    if alike or not exact:
+        out = dict(whole.laws)
+        if not alike:
+            out.setdefault("assumptions", f"{OUTSIDE}: {_differences(scenario, costs)}, and the "
+                           f"closed form of {kind} here assumes identical learners (it takes "
+                           "the law of a learner drawn at random)")
+        figures = _group_figures(scenario, laws, kind if exact else None)
+        return replace(whole, laws=out, groups=figures)
+    distinct = Counter(laws)
+    if kind == "sync":
+        return _sync_rounds(scenario, whole, laws, distinct)
+    return _async_rates(scenario, costs, whole, laws, distinct)
+
+
+def _differences(scenario, costs) -> str:
+    """What makes the learners differ, in words."""
+    parts = []
+    groups, slow = scenario.cluster.groups, scenario.faults.slow_learners
+    if groups and len(set(costs.group_computes)) > 1:
+        parts.append("the groups' steps differ (" + ", ".join(
+            f"{law.mean:.3g} s on average on group {i}'s {g.gpu.name}"
+            for i, (g, law) in enumerate(zip(groups, costs.group_computes))) + ")")
+    if slow is not None:
+        parts.append(f"{len(set(slow.learners))} of the {scenario.cluster.learners} learners are "
+                     f"{slow.slowdown:g} times slower")
+    return "; ".join(parts)
+
+
+def _sync_rounds(scenario, whole, laws, distinct):
+    """A round is E[max] of independent steps of the learners' laws: the
+    integral of 1 - prod_j F_j(x)^(n_j), n_j learners of law j."""
+    total = len(laws)
+    upper = max(law.ppf(1 - 1e-12 / total) for law in distinct)
+    def tail(x: float) -> float:
+        return 1.0 - math.prod(law.cdf(x) ** n for law, n in distinct.items())
+    round_s = integrate.quad(tail, 0.0, upper, limit=400)[0]
+    scale = round_s / whole.t_update_s
+    out = dict(whole.laws)
+    slow = scenario.faults.slow_learners
+    if scenario.cluster.groups is None:
+        f, slowed = slow.slowdown, len(set(slow.learners))
+        out["epoch_time"] = (f"exact: rounds of E[max] of {total - slowed} steps and {slowed} "
+                             f"{f:g} times slower")
+    else:
+        out["epoch_time"] = (f"exact: rounds of E[max] of the learners' steps, {len(distinct)} "
+                             "laws (the groups', the slow learners')")
+    return replace(whole, t_update_s=round_s, epoch_time_s=whole.epoch_time_s * scale,
+                   steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
+                   laws=out, groups=_group_figures(scenario, laws, "sync"))
+
+
+def _async_rates(scenario, costs, whole, laws, distinct):
+    """Learners are independent renewal processes: gradients arrive at the
+    sum of their rates; with exponential steps learner i's staleness is
+    geometric with p_i its share of that sum, and the law their mixture
+    weighted by each one's share of the gradients."""
+    from .analytic import _is_exponential
     from .pmf import Pmf
 
-    slow = scenario.faults.slow_learners
-    law, f = costs.compute, slow.slowdown
-    total, slowed = scenario.cluster.learners, len(set(slow.learners))
-    kind = scenario.algorithm.kind
-    if not _ideal(scenario) or kind not in ("sync", "async"):
-        laws = dict(whole.laws)
-        laws.setdefault("assumptions", f"{OUTSIDE}: {slowed} of the {total} learners are "
-                        f"{f:g} times slower, and the closed form of {kind} here assumes "
-                        "identical learners")
-        return replace(whole, laws=laws)
-    laws = dict(whole.laws)
-    if kind == "sync":
-        upper = law.scaled(max(f, 1.0)).ppf(1 - 1e-12 / total)
-        def tail(x: float) -> float:
-            return 1.0 - law.cdf(x) ** (total - slowed) * law.cdf(x / f) ** slowed
-        round_s = integrate.quad(tail, 0.0, upper, limit=400)[0]
-        scale = round_s / whole.t_update_s
-        laws["epoch_time"] = (f"exact: rounds of E[max] of {total - slowed} steps and {slowed} "
-                              f"{f:g} times slower")
-        return replace(whole, t_update_s=round_s, epoch_time_s=whole.epoch_time_s * scale,
-                       steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                       laws=laws)
-    rates = np.array([1.0 / law.mean] * (total - slowed) + [1.0 / (f * law.mean)] * slowed)
-    scale = (total / law.mean) / rates.sum()
-    share = rates / rates.sum()
-    if _is_exponential(law):
-        most = math.ceil(math.log(1e-13) / math.log1p(-share.min())) + 2
+    total = len(laws)
+    rates = {law: 1.0 / law.mean for law in distinct}
+    rate = sum(n * rates[law] for law, n in distinct.items())
+    scale = (total / costs.compute.mean) / rate
+    out = dict(whole.laws)
+    if all(_is_exponential(law) for law in distinct):
+        # learners of one law are alike: sum over the laws, n_j of each
+        shares = {law: r / rate for law, r in rates.items()}
+        most = math.ceil(math.log(1e-13) / math.log1p(-min(shares.values()))) + 2
         k = np.arange(most)
-        probs = sum(w * p * (1 - p) ** k for w, p in zip(share, share))
+        probs = sum(distinct[law] * p * p * (1 - p) ** k for law, p in shares.items())
         staleness = Pmf.from_probs(0, probs)
-        laws["staleness"] = ("exact: a mixture of geometric laws, learner i's with p_i its share "
-                             "of the gradient rate, weighted by that share")
+        out["staleness"] = ("exact: a mixture of geometric laws, learner i's with p_i its share "
+                            "of the gradient rate, weighted by that share")
+    elif not any(law.is_constant for law in distinct):
+        staleness = _renewal_staleness(distinct, rates, rate)
+        out["staleness"] = ("approximation: learner i's a count law of mean (R - r_i) m_i (exact "
+                            "in steady state) and the variance of the others' renewal counts over "
+                            "its step, mixed by the learners' shares of the gradients")
     else:
         staleness = whole.staleness
-        laws["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
-                             "for any rates in steady state)")
-    laws["epoch_time"] = "exact mean: the learners' gradient rates summed"
+        out["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
+                            "for any rates in steady state)")
+    out["epoch_time"] = "exact mean: the learners' gradient rates summed"
     return replace(whole, t_update_s=whole.t_update_s * scale,
                    epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                   staleness=staleness, laws=laws)
+                   staleness=staleness, laws=out, groups=_group_figures(scenario, laws, "async"))
+
+
+def _renewal_staleness(distinct, rates, rate):
+    """Async staleness with random steps of several laws, in steady state: a
+    learner's step X sees the others' stationary renewal processes, learner
+    j's about X / m_j times. The count's mean is (R - r_i) m_i; its variance
+    that of the mean over X, (R - r_i)^2 var X, plus each other learner's
+    around it: the lattice's frac (1 - frac) of X / m_j and the renewal
+    count's (m_i / m_j) cv_j^2. Each law's count law, weighted by its
+    learners' share of the gradients."""
+    from .analytic import _count_law, _mixture
+
+    parts = []
+    for law, learners in distinct.items():
+        others = rate - rates[law]
+        var = others ** 2 * law.var
+        for other, n in distinct.items():
+            ratio = law.mean / other.mean
+            frac = ratio - math.floor(ratio)
+            var += (n - (other == law)) * (frac * (1 - frac) + ratio * other.cv ** 2)
+        parts.append((learners * rates[law] / rate, *_count_law(others * law.mean, var)))
+    return _mixture(parts)
+
+
+def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
+    """The closed form's figures of each group (cluster.groups), where it
+    has them (``exact_kind``: sync or async with ideal communication):
+
+    - sync: every learner gives one gradient a round, so a group's share is
+      its share of the learners, and its mean step its laws' mean;
+    - async: learner i gives gradients at rate r_i = 1 / m_i, so a group's
+      share is its rates' share of the sum R, its mean step over its
+      gradients n_g / sum r_i, and with random steps its mean staleness
+      sum (R - r_i) / sum r_i: learner i's step, independent of the others'
+      stationary renewal processes, sees (R - r_i) m_i of their gradients on
+      average (with exponential steps, geometric with p_i = r_i / R). Steps
+      of a constant length keep the learners in phase: no such mean.
+    """
+    groups = scenario.cluster.groups
+    if not groups:
+        return ()
+    per_node, out, first = scenario.cluster.learners_per_node, [], 0
+    rates = np.array([1.0 / law.mean for law in laws])
+    total = rates.sum()
+    for group in groups:
+        n = group.nodes * per_node
+        mine = slice(first, first + n)
+        first += n
+        figures = {"learners": n, "gpu": group.gpu.name, "mean_step_s": None,
+                   "throughput_share": None, "staleness_mean": None}
+        if exact_kind == "sync":
+            figures.update(mean_step_s=float(np.mean([law.mean for law in laws[mine]])),
+                           throughput_share=n / len(laws))
+        elif exact_kind == "async":
+            own = rates[mine].sum()
+            figures.update(mean_step_s=float(n / own), throughput_share=float(own / total))
+            if not any(law.is_constant for law in laws):
+                figures["staleness_mean"] = float((total - rates[mine]).sum() / own)
+        out.append(figures)
+    return tuple(out)
 
 
 def with_failures(scenario, costs, whole):

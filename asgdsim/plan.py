@@ -95,6 +95,11 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     raw, source = raw_scenario(scenario)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
+    if base.cluster.groups is not None:
+        from .errors import ScenarioError
+        raise ScenarioError(source, [("cluster.groups", "plan searches nodes and GPUs per node of "
+                                      "one kind of node; a mixed cluster is not supported yet "
+                                      "(plan each group's GPU as a cluster of its own)")])
     per_node, max_nodes = _machine(base)
     model, memory = base.workload.model, base.cluster.gpu.memory
 

@@ -16,17 +16,20 @@ same scenario back, which is what makes a stored result reproducible.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
-                      ValidationError, field_serializer, field_validator, model_validator)
+                      ValidationError, field_serializer, field_validator, model_serializer,
+                      model_validator)
 
 from . import catalog, safeyaml
 from .algorithms import Algorithm
 from .errors import ScenarioError
+from .groups import REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
 from .specs import (Bytes, BytesPerSecond, Count, GpuSpec, JitterSpec, LawSpec, Link, LinkSpec,
                     ModelSpec, Seconds, SecondsOrZero, _from_catalog, _model, _Spec, catalog_model)
@@ -81,6 +84,10 @@ class Cluster(_Spec):
     #: link; layers, the network cut into consecutive stages
     gpus_per_learner: Count = 1
     learner_split: Literal["data", "layers"] = "data"
+    #: a mixed cluster: nodes of different GPUs, in place of nodes, gpus_per_node,
+    #: gpu and machine, which then hold the total, the shared and the first
+    #: group's (see groups.py)
+    groups: Annotated[tuple[Group, ...], Field(min_length=1)] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +96,8 @@ class Cluster(_Spec):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if data.get("groups") is not None:
+            data = fold_groups(data)
         if isinstance(data.get("machine"), str):
             try:
                 preset = catalog.lookup("machines", data["machine"])
@@ -111,6 +120,16 @@ class Cluster(_Spec):
     @classmethod
     def _known_machine(cls, name: str | None) -> str | None:
         return None if name is None else catalog.lookup("machines", name)["name"]
+
+    @model_serializer(mode="wrap")
+    def _groups_alone(self, handler) -> Any:
+        """With groups, the keys they replace are theirs to give: the
+        resolved cluster names the groups, as the user wrote it."""
+        data = handler(self)
+        if self.groups is not None and isinstance(data, dict):
+            for key in REPLACED:
+                data.pop(key, None)
+        return data
 
     @model_validator(mode="after")
     def _learners_fill_nodes(self) -> Cluster:
@@ -366,9 +385,11 @@ class Scenario(_Spec):
 
     @model_validator(mode="after")
     def _fits_in_gpu_memory(self) -> Scenario:
-        need = self.footprint
+        # a mixed cluster's smallest GPU is the one that must hold the step
+        gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]
+        gpu = min(gpus, key=lambda g: math.inf if g.memory is None else g.memory)
+        need = self.footprint_on(gpu)
         if not need.fits:
-            gpu = self.cluster.gpu
             # weights that alone overflow the GPU are the model's fault, not the sub-batch's
             key = "workload.model" if need.capacity and need.weights > need.capacity \
                 else "workload.sub_batch"
@@ -383,12 +404,15 @@ class Scenario(_Spec):
         """GPU memory one GPU of a learner needs at the least (see memory.py):
         a k-th of the sub-batch where a learner of k GPUs splits the data, a
         k-th of weights and activations where it splits the layers."""
+        return self.footprint_on(self.cluster.gpu)
+
+    def footprint_on(self, gpu: GpuSpec) -> Footprint:
+        """:attr:`footprint` on one of the cluster's GPUs (a group's)."""
         model, cluster = self.workload.model, self.cluster
         k = cluster.gpus_per_learner
         per_gpu = -(-self.workload.sub_batch // k) if cluster.learner_split == "data" \
             else self.workload.sub_batch
-        need = footprint(model.parameters, model.input_shape, model.graph, per_gpu,
-                         cluster.gpu.memory)
+        need = footprint(model.parameters, model.input_shape, model.graph, per_gpu, gpu.memory)
         if cluster.learner_split == "layers" and k > 1:
             need = Footprint(need.weights / k, need.activations / k, need.backward, need.capacity)
         return need
@@ -446,6 +470,11 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         return Scenario.model_validate(data)
     except ValidationError as exc:
         problems = [_describe(error, data) for error in exc.errors()]
+        cluster = data.get("cluster") if isinstance(data, dict) else None
+        if isinstance(cluster, dict) and cluster.get("groups") is not None:
+            # the keys groups replace are derived from them: the groups' own
+            # errors say what is wrong
+            problems = [(k, w) for k, w in problems if k not in {f"cluster.{r}" for r in REPLACED}]
         if any(key == "cluster.machine" for key, _ in problems):
             # an unknown preset fills nothing: its missing keys are not news
             problems = [(k, w) for k, w in problems if not w.startswith("required key")]

@@ -93,6 +93,10 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     env.run(until=until)
 
     gradients, updates = recorder.frames(cluster.node_of_learner)
+    if scenario.cluster.groups is not None:
+        from .groups import group_of_learner
+        gradients.insert(gradients.columns.get_loc("node") + 1, "group",
+                         group_of_learner(scenario.cluster)[gradients["learner"].to_numpy()])
     prediction = predict(scenario, costs)
     utilisation = cluster.utilisation(env.now)
     # kinds that cancel steps (k-sync, k-batch-sync) count them on their server

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .analytic import Prediction
+from .groups import group_figures
 from .pmf import Pmf, total_variation
 from .scenario import Scenario
 
@@ -108,6 +109,8 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
         "samples": samples,
         **({} if cancelled_steps is None else {"cancelled_steps": int(cancelled_steps)}),
         **({} if faults is None else {"faults": faults}),
+        **({} if scenario.cluster.groups is None
+           else {"groups": group_figures(scenario.cluster, gradients)}),
         "simulated_time_s": float(simulated_time_s),
         "epoch_time_s": (epoch := epoch_time(scenario, updates))[0],
         "epoch_time_basis": epoch[1],

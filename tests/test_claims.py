@@ -32,6 +32,16 @@ def utilisation(stem, kind):
     return lambda run: 100 * run(stem).summary["utilisation"][kind]
 
 
+def group(index, key, scale=1, closed=False):
+    """A figure of the mixed scenario's group ``index`` (the closed form's
+    where ``closed``: the simulated staleness per group is in no summary)."""
+    def figure(run):
+        summary = run(MIXED).summary
+        return scale * (summary["analytic"] if closed else summary)["groups"][index][key]
+    return figure
+
+
+MIXED = "mixed-k80-p100-async"
 KFC, KFC64, T25 = "tsubame-kfc-dl-vgg16", "tsubame-kfc-dl-vgg16-64nodes", "tsubame2.5-vgg16-16nodes"
 PS16, PS64, DGX = "gpu-asgd-k20x-async", "gpu-asgd-k20x-async-saturated", "dgx-a100-resnet50"
 ALEX = "tsubame-kfc-dl-alexnet-sb8"
@@ -109,7 +119,15 @@ CLAIMS = [
     ("ideal-async-failures.yaml", "simulated {:.0f} s:", summary("ideal-async-failures", "epoch_time_s")),
     ("ideal-async-failures.yaml", "{} failures in the epoch", summary("ideal-async-failures", "faults", "failures")),
     ("ideal-async-failures.yaml", "simulated {:.2f}).", summary("ideal-async-failures", "staleness", "mean")),
+    ("mixed-k80-p100-async.yaml", "A P100 steps in {:.2f} s", group(1, "mean_step_s")),
+    ("mixed-k80-p100-async.yaml", "against a K80 die's {:.2f} s", group(0, "mean_step_s")),
+    ("mixed-k80-p100-async.yaml", "deliver {:.0f} % of the gradients", group(1, "throughput_share", 100)),
+    ("mixed-k80-p100-async.yaml", "staleness of {:.0f} against", group(1, "staleness_mean", closed=True)),
+    ("mixed-k80-p100-async.yaml", "against {:.0f} for the K80s'", group(0, "staleness_mean", closed=True)),
+    ("mixed-k80-p100-async.yaml", "An epoch takes {:.0f} s.", summary(MIXED, "epoch_time_s")),
     # the README's own quotes of the shipped scenarios
+    ("README.md", "deliver {:.0f} % of the gradients, with", group(1, "throughput_share", 100)),
+    ("README.md", "staleness of {:.0f} against", group(1, "staleness_mean", closed=True)),
     ("README.md", "the mean round grows from {:.3f} s to", summary("k80-sync-baseline", "analytic", "t_update_s")),
     ("README.md", "to {:.3f} s with 2 % of steps", summary("k80-sync-stragglers", "analytic", "t_update_s")),
     ("README.md", "mini-batch grows from {:.0f} to", summary(KFC, "minibatch", "mean")),

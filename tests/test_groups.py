@@ -1,0 +1,245 @@
+"""Mixed clusters (cluster.groups): exact tiny timelines, the exact closed
+forms in seeded runs with tolerances from the sample (sync's E[max] over
+the groups' laws; async's rate shares and each group's staleness), every
+kind running with two groups, the summary and parquet keys, the shipped
+scenario's comment, and bad keys refused with exit 2."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import integrate
+
+from asgdsim import load_scenario, predict, simulate
+from asgdsim.algorithms import KINDS
+from asgdsim.cli import main
+from asgdsim.scenario import ScenarioError, resolved_yaml, scenario_from_dict
+
+from conftest import batch_means_se, make
+
+Z = 4.0
+
+
+def law(distribution: str, mean: float) -> dict:
+    return {"distribution": distribution, "mean": mean}
+
+
+def mixed(*groups: tuple[int, dict], per_node: int = 1, **overrides):
+    """A cluster of groups of ``per_node`` K80s each, (nodes, compute law)."""
+    return make(cluster={"groups": [{"nodes": n, "gpus_per_node": per_node, "gpu": "K80",
+                                     "compute": c} for n, c in groups],
+                         "network": "ib-fdr"}, **overrides)
+
+
+def test_async_timeline_is_exact():
+    # two learners stepping 1 s and two stepping 2 s, each update on arrival
+    sc = mixed((1, law("deterministic", 1.0)), (1, law("deterministic", 2.0)), per_node=2,
+               stop__gradients=10)
+    g = simulate(sc).gradients
+    assert list(zip(g["learner"], g["group"], g["t_start"], g["t_end"])) == [
+        (0, 0, 0.0, 1.0), (1, 0, 0.0, 1.0), (2, 1, 0.0, 2.0), (3, 1, 0.0, 2.0),
+        (0, 0, 1.0, 2.0), (1, 0, 1.0, 2.0), (0, 0, 2.0, 3.0), (1, 0, 2.0, 3.0),
+        (2, 1, 2.0, 4.0), (3, 1, 2.0, 4.0)]
+    assert list(g["staleness"]) == [0, 1, 2, 3, 3, 3, 1, 1, 5, 5]
+
+
+def test_sync_timeline_waits_for_the_slow_group():
+    sc = mixed((2, law("deterministic", 1.0)), (1, law("deterministic", 3.0)),
+               algorithm={"kind": "sync"}, stop__updates=3)
+    res = simulate(sc)
+    assert list(res.updates["t"]) == [3.0, 6.0, 9.0]
+    assert list(res.gradients["group"]) == [0, 0, 1] * 3
+    assert [g["mean_step_s"] for g in res.summary["groups"]] == [1.0, 3.0]
+    assert [g["throughput_share"] for g in res.summary["groups"]] == [2 / 3, 1 / 3]
+    assert res.prediction.t_update_s == pytest.approx(3.0)
+
+
+def test_sync_rounds_take_the_max_over_the_groups_laws():
+    # 4 learners of Exp(mean 1) and 2 of Exp(mean 3): E[max] by quadrature
+    sc = mixed((4, law("exponential", 1.0)), (2, law("exponential", 3.0)),
+               algorithm={"kind": "sync"}, stop__updates=20_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+    exact = integrate.quad(lambda x: 1 - (-math.expm1(-x)) ** 4 * (-math.expm1(-x / 3)) ** 2,
+                           0, 300, limit=400)[0]
+    assert abs(rounds.mean() - exact) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+    pred = predict(sc)
+    assert pred.t_update_s == pytest.approx(exact, rel=1e-6)
+    assert "exact" in pred.laws["epoch_time"] and "assumptions" not in pred.laws
+    assert [g["throughput_share"] for g in pred.groups] == [4 / 6, 2 / 6]
+    assert [g["mean_step_s"] for g in pred.groups] == [1.0, 3.0]
+
+
+def test_async_shares_and_staleness_follow_the_rates():
+    # 4 learners at rate 1 and 2 at rate 1/2: R = 5; the groups' shares of
+    # the gradients 4/5 and 1/5; a rate-1 learner's staleness is geometric
+    # with p = 1/5 (mean 4), a rate-1/2 one's with p = 1/10 (mean 9)
+    n = 120_000
+    sc = mixed((4, law("exponential", 1.0)), (2, law("exponential", 2.0)), stop__gradients=n)
+    res, pred = simulate(sc), predict(sc)
+    g = res.gradients.iloc[1000:]
+    for group, share, staleness, step in ((0, 0.8, 4.0, 1.0), (1, 0.2, 9.0, 2.0)):
+        mine = (g["group"] == group).to_numpy().astype(float)
+        assert abs(mine.mean() - share) <= Z * batch_means_se(mine)
+        own = g[g["group"] == group]
+        assert abs(own["staleness"].mean() - staleness) <= Z * batch_means_se(own["staleness"])
+        steps = (own["t_end"] - own["t_start"]).to_numpy()
+        assert abs(steps.mean() - step) <= Z * steps.std() / math.sqrt(len(steps))
+        figures = pred.groups[group]
+        assert figures["throughput_share"] == pytest.approx(share)
+        assert figures["staleness_mean"] == pytest.approx(staleness)
+        assert figures["mean_step_s"] == pytest.approx(step)
+        assert res.summary["groups"][group]["throughput_share"] == pytest.approx(
+            share, abs=Z * batch_means_se(mine) + 0.01)
+    assert res.updates["t"].iloc[-1] == pytest.approx(n / 5.0, rel=Z / math.sqrt(n))
+    assert pred.staleness.mean == pytest.approx(5, rel=1e-6)
+    assert "exact" in pred.laws["staleness"]
+
+
+def test_groups_of_one_law_are_the_uniform_cluster():
+    one = law("exponential", 1.0)
+    sc = mixed((2, one), (3, one), stop__gradients=500)
+    plain = make(cluster__gpus_per_node=5, timing__compute=one, stop__gradients=500)
+    assert predict(sc).epoch_time_s == pytest.approx(predict(plain).epoch_time_s)
+    assert predict(sc).outside_assumptions is None
+    # each learner's stream is its own: the same draws as without groups
+    assert np.array_equal(simulate(sc).gradients["t_end"], simulate(plain).gradients["t_end"])
+
+
+def test_slow_learners_inside_groups():
+    sc = mixed((3, law("exponential", 1.0)), (1, law("exponential", 2.0)),
+               algorithm={"kind": "sync"}, stop__updates=100,
+               faults={"slow_learners": {"learners": [0], "slowdown": 4}})
+    exact = integrate.quad(lambda x: 1 - (-math.expm1(-x)) ** 2 * (-math.expm1(-x / 2))
+                           * (-math.expm1(-x / 4)), 0, 300, limit=400)[0]
+    assert predict(sc).t_update_s == pytest.approx(exact, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_kind_runs_with_two_groups(name):
+    algorithm = {"sprint": {"kind": "sprint"}, "softsync": {"kind": "softsync", "n": 2},
+                 "local-sgd": {"kind": "local-sgd", "period": 2},
+                 "ssp": {"kind": "ssp", "staleness_bound": 1},
+                 "downpour": {"kind": "downpour", "n_fetch": 2, "n_push": 3, "servers": 2}}.get(
+        name, {"kind": name, **({"k": 3} if name.startswith("k-") else {})})
+    sc = make(cluster={"groups": [{"nodes": 1, "gpus_per_node": 4, "gpu": "V100"},
+                                  {"nodes": 1, "gpu": "P100",
+                                   "compute": law("exponential", "80 ms")}],
+                       "network": "ib-edr"},
+              workload={"model": "resnet50", "dataset_samples": 20_000, "sub_batch": 32},
+              algorithm=algorithm, timing={"compute": "table", "communication": "modelled"},
+              stop__gradients=400)
+    res = simulate(sc)
+    g, u = res.gradients, res.updates
+    assert u["minibatch"].sum() == g["samples"].sum()
+    assert (g["staleness"] >= 0).all()
+    assert set(g["group"]) == {0, 1} and (g["group"] == (g["learner"] >= 4)).all()
+    groups = res.summary["groups"]
+    assert [(x["learners"], x["gpu"]) for x in groups] == [(4, "V100"), (4, "P100")]
+    assert sum(x["throughput_share"] for x in groups) == pytest.approx(1.0)
+    assert np.isfinite(res.summary["analytic"]["epoch_time_s"])
+    assert "outside the closed form's assumptions" in res.summary["analytic"]["laws"]["assumptions"]
+
+
+def test_resolved_scenario_loads_back_the_same():
+    sc = scenario_from_dict({
+        "name": "mixed", "workload": {"model": "resnet50", "dataset_samples": 1000, "sub_batch": 32},
+        "cluster": {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"},
+                               {"nodes": 1, "gpu": "P100",
+                                "compute": law("exponential", "80 ms")}]},
+        "algorithm": {"kind": "async"}})
+    c = sc.cluster
+    assert (c.nodes, c.gpus_per_node, c.gpu.name, c.learners) == (3, 8, "K80", 24)
+    assert (c.network.name, c.gpus_per_host_link, c.host_link.name) == ("ib-fdr", 2, "pcie3-x16")
+    assert [g.gpus_per_node for g in c.groups] == [8, 8]
+    data = yaml.safe_load(resolved_yaml(sc))
+    assert "nodes" not in data["cluster"] and len(data["cluster"]["groups"]) == 2
+    assert scenario_from_dict(data) == sc
+
+
+def test_run_and_compare_write_the_groups(tmp_path, capsys):
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "mixed", "seed": 3,
+        "workload": {"model": "alexnet", "dataset_samples": 2000, "sub_batch": 1},
+        "cluster": {"groups": [{"nodes": 3, "gpus_per_node": 1, "gpu": "K80"},
+                               {"nodes": 1, "gpu": "P100", "compute": law("exponential", 0.5)}],
+                    "network": "ib-fdr"},
+        "algorithm": {"kind": "async"},
+        "timing": {"compute": law("exponential", 1.0), "communication": "ideal"}}))
+    assert main(["run", str(path), "--out", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [set(g) for g in summary["groups"]] == [
+        {"learners", "gpu", "mean_step_s", "throughput_share"}] * 2
+    gradients = pd.read_parquet(tmp_path / "run" / "gradients.parquet")
+    assert list(gradients.columns[:3]) == ["learner", "node", "group"]
+    assert (gradients["group"] == (gradients["learner"] == 3)).all()
+    capsys.readouterr()
+    assert main(["compare", str(path), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert "group 1 (P100) throughput share" in out and "group 0 (K80) mean step (s)" in out
+    table = pd.read_csv(tmp_path / "cmp" / "comparison.csv").set_index("figure")
+    # rates 3 x 1 and 1 x 2: the P100 delivers 2/5 of the gradients
+    assert table.loc["group 1 (P100) throughput share", "closed_form"] == pytest.approx(0.4)
+    assert table.loc["group 0 (K80) learners", "simulated"] == 3
+
+
+def test_shipped_mixed_scenario_says_what_it_does():
+    from pathlib import Path
+
+    res = simulate(load_scenario(Path(__file__).resolve().parents[1]
+                                 / "scenarios" / "mixed-k80-p100-async.yaml"))
+    k80, p100 = res.summary["groups"]
+    assert (k80["learners"], p100["learners"]) == (32, 16)
+    assert round(k80["mean_step_s"], 2) == 0.47 and round(p100["mean_step_s"], 2) == 0.16
+    assert round(100 * p100["throughput_share"]) == 60
+    staleness = res.gradients.groupby("group")["staleness"].mean()
+    assert round(staleness[0]) == 79 and round(staleness[1]) == 26
+    assert [round(g["staleness_mean"]) for g in res.prediction.groups] == [79, 26]
+    assert round(res.summary["epoch_time_s"]) == 238
+
+
+BASE_CLUSTER = {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"}, {"nodes": 1, "gpu": "P100"}]}
+BAD = [
+    ({"nodes": 4}, "cluster.groups", "either groups or nodes"),
+    ({"gpu": "K80", "machine": "dgx1"}, "cluster.groups", "either groups or gpu, machine"),
+    ({"groups": [{"machine": "tsubame-kfc-dl"}]}, "cluster.groups.0.nodes", "required key"),
+    ({"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"}, {"nodes": 1, "gpu": "P1000"}]},
+     "cluster.groups.1.gpu", "P100"),
+    ({"groups": [{"nodes": 1, "machine": "tsubame-kfc"}, {"nodes": 1, "machine": "nope"}]},
+     "cluster.groups.1.machine", "unknown"),
+    ({"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"},
+                 {"nodes": 1, "gpu": "P100", "gpus_per_node": 4}]},
+     "cluster.groups.1.gpus_per_node", "not supported yet"),
+    ({"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"}, {"nodes": 1, "machine": "dgx1"}]},
+     "cluster.groups.1.machine", "not supported yet"),
+    ({"groups": [{"nodes": 1, "gpus_per_node": 2, "gpu": "K20X"},
+                 {"nodes": 1, "gpus_per_node": 2, "gpu": "P100"}], "network": "ib-fdr"},
+     "cluster.groups.1.gpu", "host_link"),
+    ({"groups": []}, "cluster.groups", "at least 1"),
+    ({"groups": [{"nodes": 1, "gpu": "P100", "compute": law("normal", 1.0)}],
+      "gpus_per_node": None, "network": "ib-fdr"}, "cluster.groups.0", "gpus_per_node"),
+]
+
+
+@pytest.mark.parametrize("cluster, key, words", BAD, ids=[f"{b[1]}-{b[2]}" for b in BAD])
+def test_bad_groups_are_refused_naming_the_key(tmp_path, capsys, cluster, key, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "bad", "workload": {"model": "resnet50", "dataset_samples": 1000, "sub_batch": 32},
+        "cluster": {**BASE_CLUSTER, **{k: v for k, v in cluster.items() if v is not None}},
+        "algorithm": {"kind": "async"}}))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {key}" in err and words in err, err
+    assert "Traceback" not in err and "cluster.nodes" not in err
+
+
+def test_a_group_whose_gpu_is_too_small_is_refused():
+    with pytest.raises(ScenarioError, match=r"workload\.sub_batch.*K20X"):
+        make(cluster={"groups": [{"nodes": 1, "gpus_per_node": 1, "gpu": "V100"},
+                                 {"nodes": 1, "gpu": "K20X"}],
+                      "network": "ib-fdr", "host_link": "pcie3-x16"},
+             workload={"model": "vgg16", "dataset_samples": 1000, "sub_batch": 256})

@@ -209,6 +209,10 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
     return tuple(out)
 
 
+#: failures (and repairs) in a run below which its share of time up is not the long run's
+FEW_FAILURES = 100
+
+
 def with_failures(scenario, costs, whole):
     """Learners that fail: up a share A = mtbf / (mtbf + repair) of the time.
 
@@ -232,6 +236,15 @@ def with_failures(scenario, costs, whole):
                      t_update_s=whole.t_update_s / available,
                      steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s * available)
     kind, total = scenario.algorithm.kind, scenario.cluster.learners
+    # the long run's share of time up needs many failures in the run
+    units = total // (scenario.cluster.gpus_per_node if spec.scope == "node" else 1)
+    per_s = scaled.steady_throughput_samples_per_s / scenario.workload.sub_batch
+    run_s = whole.gradients / per_s if per_s > 0 and math.isfinite(whole.gradients) else math.inf
+    cycles = units * run_s / (spec.mtbf + spec.repair)
+    if cycles < FEW_FAILURES:
+        laws.setdefault("assumptions", f"{OUTSIDE}: about {cycles:.3g} failures are expected in "
+                        "the run, and the closed form's share of time up is the long run's")
+        return replace(scaled, laws=laws)
     if not (kind == "async" and _ideal(scenario) and _is_exponential(law)):
         laws.setdefault("assumptions", f"{OUTSIDE}: {spec.scope}s fail (up {available:.1%} of the "
                         f"time); the closed form of {kind} here is the failure-free one, its "

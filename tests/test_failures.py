@@ -153,3 +153,14 @@ def test_failures_faster_than_steps_are_refused_before_the_run(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "faults.failures.mtbf" in err and "--max-events" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_with_few_failures_is_outside_the_long_run_form():
+    from asgdsim import predict
+
+    few = make(algorithm={"kind": "async"}, cluster__gpus_per_node=4, timing__compute=EXP,
+               stop__gradients=400, faults={"failures": {"mtbf": "100 s", "repair": "10 s"}})
+    assert "failures are expected in the run" in predict(few).laws["assumptions"]
+    many = make(algorithm={"kind": "async"}, cluster__gpus_per_node=4, timing__compute=EXP,
+                stop__gradients=40_000, faults={"failures": {"mtbf": "10 s", "repair": "1 s"}})
+    assert "assumptions" not in predict(many).laws

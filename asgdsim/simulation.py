@@ -52,7 +52,8 @@ class Result:
                         self.summary.get("warmup", {}).get("first_version", 1))
 
 
-def _failures(env, scenario: Scenario, cluster: Cluster, weights: Weights, seed: int):
+def _failures(env, scenario: Scenario, prediction: Prediction, cluster: Cluster,
+              weights: Weights, seed: int):
     """The failing units (each learner, or each node with its learners and,
     for SPRINT, its update thread), or None where nothing fails."""
     spec = scenario.faults.failures
@@ -66,7 +67,11 @@ def _failures(env, scenario: Scenario, cluster: Cluster, weights: Weights, seed:
         nodes = int(cluster.node_of_learner.max()) + 1
         units = [list(map(int, (cluster.node_of_learner == n).nonzero()[0])) for n in range(nodes)]
         threads = cluster.servers.get("node_update")
-    return Failures(env, spec, cluster, weights, seed, units, threads)
+    # patience: many failure cycles, steps and updates without a gradient
+    # applied mean the cluster is stuck, not slow
+    patience = 100 * max(spec.mtbf + spec.repair, 10 * prediction.t_gpu_s,
+                         10 * prediction.t_update_s)
+    return Failures(env, spec, cluster, weights, seed, units, threads, patience)
 
 
 def simulate(scenario: Scenario, seed: int | None = None) -> Result:
@@ -78,6 +83,7 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     env = simpy.Environment()
     recorder = Recorder()
     costs = costs_of(scenario)
+    prediction = predict(scenario, costs)
     stop = scenario.stop
     weights = Weights(
         env, recorder,
@@ -86,7 +92,7 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
         max_updates=stop.updates or math.inf)
     cluster: Cluster = build_cluster(env, scenario, costs, weights, recorder, seed)
     apply_slowdowns(cluster, scenario.faults.link_slowdowns)
-    failures = _failures(env, scenario, cluster, weights, seed)
+    failures = _failures(env, scenario, prediction, cluster, weights, seed)
     until = weights.stopped
     if stop.time is not None:
         until = env.any_of([weights.stopped, env.timeout(stop.time)])
@@ -97,7 +103,6 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
         from .groups import group_of_learner
         gradients.insert(gradients.columns.get_loc("node") + 1, "group",
                          group_of_learner(scenario.cluster)[gradients["learner"].to_numpy()])
-    prediction = predict(scenario, costs)
     utilisation = cluster.utilisation(env.now)
     # kinds that cancel steps (k-sync, k-batch-sync) count them on their server
     cancelled = [part.cancelled for parts in cluster.servers.values() for part in parts

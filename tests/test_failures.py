@@ -164,3 +164,19 @@ def test_a_run_with_few_failures_is_outside_the_long_run_form():
     many = make(algorithm={"kind": "async"}, cluster__gpus_per_node=4, timing__compute=EXP,
                 stop__gradients=40_000, faults={"failures": {"mtbf": "10 s", "repair": "1 s"}})
     assert "assumptions" not in predict(many).laws
+
+
+def test_a_stuck_cluster_stops_with_a_clear_error(monkeypatch):
+    """Failures never stop, so a cluster that can no longer apply anything
+    would run on forever: the watch stops it. Stuck on purpose here: a
+    repaired learner counts as up but never starts again, and the rounds
+    never learn who failed."""
+    from asgdsim.components import failures, server
+
+    monkeypatch.setattr(failures.Failures, "_rejoin",
+                        lambda self, index: self.membership.set(index, True))
+    monkeypatch.setattr(server.SyncServer, "member_changed", lambda self, learner, up: None)
+    sc = make(algorithm={"kind": "sync"}, cluster__gpus_per_node=4, timing__compute=EXP,
+              stop__gradients=100_000, faults={"failures": {"mtbf": "20 s", "repair": "1 s"}})
+    with pytest.raises(failures.Stalled, match="no gradient applied in .* learners up"):
+        simulate(sc)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Sequence
 import numpy as np
 import simpy
 
-__all__ = ["Membership", "Failures", "FAILURE_STREAMS"]
+__all__ = ["Membership", "Failures", "FAILURE_STREAMS", "Stalled"]
 
 #: first element of the spawn key of the failure units' random streams
 FAILURE_STREAMS = 1
@@ -49,6 +49,10 @@ class Membership:
             callback(learner, up)
 
 
+class Stalled(RuntimeError):
+    """A cluster with failures that stopped applying gradients."""
+
+
 def _defuse_interrupt(process: simpy.Process) -> None:
     """A learner's process ends by the interrupt of its failure: not an error."""
     def defuse(event: simpy.Event) -> None:
@@ -61,7 +65,8 @@ class Failures:
     """Fails and repairs the cluster's units; counts what is lost."""
 
     def __init__(self, env: simpy.Environment, spec, cluster, weights, seed: int,
-                 units: Sequence[Sequence[int]], node_threads: Sequence | None = None):
+                 units: Sequence[Sequence[int]], node_threads: Sequence | None = None,
+                 patience_s: float = float("inf")):
         self.env, self.spec, self.cluster, self.weights = env, spec, cluster, weights
         self.membership = Membership(len(cluster.learners))
         self.failures = 0
@@ -80,6 +85,21 @@ class Failures:
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FAILURE_STREAMS, unit)))
             thread = node_threads[unit] if node_threads is not None else None
             env.process(self._unit(rng, members, thread))
+        if patience_s < float("inf"):
+            env.process(self._watch(patience_s))
+
+    def _watch(self, patience_s: float) -> Generator:
+        """Failure processes never end, so a cluster that could no longer
+        apply anything would run on forever: stop it with a clear error
+        once ``patience_s`` pass with learners up and nothing applied."""
+        env, weights = self.env, self.weights
+        while True:
+            applied = weights.gradients_applied
+            yield env.timeout(patience_s)
+            if weights.gradients_applied == applied and self.membership.count:
+                raise Stalled(f"no gradient applied in {patience_s:.3g} s of simulated time "
+                              f"(at {env.now:.3g} s) with {self.membership.count} learners up: "
+                              "the cluster is stuck")
 
     def outages(self, now: float):
         """Each time a learner was down: a DataFrame (learner, down_s, up_s),

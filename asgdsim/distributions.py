@@ -22,10 +22,12 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import special
 
+from .pmf import binomial
 from .specs import LawSpec
 
 __all__ = ["Law", "law_from_spec"]
@@ -271,35 +273,85 @@ def law_from_spec(spec: LawSpec) -> Law:
     raise AssertionError(f"law {kind!r} is validated in the scenario")
 
 
+class _Mixed(_Duration):
+    """A law that is ``parts[i]`` with probability ``weights[i]``: moments
+    and the cdf are the parts' weighted; quantiles and order statistics
+    numerically."""
+
+    is_constant = False
+    sums_exactly = False
+    weights: tuple[float, ...]
+    parts: tuple[Law, ...]
+
+    @property
+    def mean(self) -> float:
+        return math.fsum(w * p.mean for w, p in zip(self.weights, self.parts))
+
+    @property
+    def var(self) -> float:
+        second = math.fsum(w * (p.var + p.mean**2) for w, p in zip(self.weights, self.parts))
+        return max(second - self.mean**2, 0.0)
+
+    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
+        return self._blocks(rng)
+
+    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
+        result = sum(w * np.asarray(p.cdf(x)) for w, p in zip(self.weights, self.parts))
+        return float(result) if np.ndim(result) == 0 else result
+
+    def ppf(self, q: float) -> float:
+        from scipy.optimize import brentq
+
+        # the mixture's quantile lies between its parts' quantiles
+        q = min(q, 1 - 1e-15)
+        lo = min(p.ppf(q) for p in self.parts)
+        hi = max(p.ppf(q) for p in self.parts)
+        if hi <= lo or self.cdf(lo) >= q:     # constant parts: the cdf jumps
+            return lo
+        return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
+
+    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        result = sum(w * np.asarray(p.partial_expectation(y)) for w, p in zip(self.weights, self.parts))
+        return float(result) if np.ndim(result) == 0 else result
+
+    def expected_max(self, n: int) -> float:
+        return self.expected_order(n, n)
+
+    def expected_order(self, k: int, n: int) -> float:
+        """E[k-th smallest of n draws], by quadrature of P(X_(k) > x), told
+        where the parts' medians are."""
+        from scipy import integrate
+
+        upper = self.ppf(1 - 1e-12 / n)
+        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
+        breaks = sorted({m for m in (p.ppf(0.5) for p in self.parts) if 0 < m < upper})
+        return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
+
+
 @dataclass(frozen=True)
-class Straggling(_Duration):
+class Straggling(_Mixed):
     """A step law with stragglers: each step, independently with
     ``probability``, takes ``slowdown`` times its draw from ``base`` (then
-    ``shift`` is added). It answers what :class:`Law` answers: moments and
-    the cdf in closed form, quantiles and order statistics numerically."""
+    ``shift`` is added): the mixture of the base law and the slowed one."""
 
     base: Law
     probability: float
     slowdown: float
     shift: float = 0.0
 
+    sums_taken = "as mixtures over how many straggle, each a gamma of its moments"
+
     @property
     def name(self) -> str:
         return f"{self.base.name} with stragglers"
 
-    is_constant = False
-    sums_exactly = False
-    sums_taken = "as mixtures over how many straggle, each a gamma of its moments"
-
     @property
-    def mean(self) -> float:
-        return self.shift + self.base.mean * (1 - self.probability + self.probability * self.slowdown)
+    def weights(self) -> tuple[float, float]:
+        return (1 - self.probability, self.probability)
 
-    @property
-    def var(self) -> float:
-        p, f, b = self.probability, self.slowdown, self.base
-        second = (b.var + b.mean**2) * (1 - p + p * f * f)
-        return second - (self.mean - self.shift) ** 2
+    @cached_property
+    def parts(self) -> tuple[Law, Law]:
+        return (self.base.plus(self.shift), self.base.scaled(self.slowdown).plus(self.shift))
 
     def scaled(self, factor: float) -> Straggling:
         return replace(self, base=self.base.scaled(factor), shift=self.shift * factor)
@@ -317,11 +369,8 @@ class Straggling(_Duration):
         if k == 1:
             return self
         b, f = self.base, self.slowdown
-        m = np.arange(k + 1)
-        weights = np.exp(special.gammaln(k + 1) - special.gammaln(m + 1) - special.gammaln(k - m + 1)
-                         + m * math.log(self.probability) + (k - m) * math.log1p(-self.probability))
         parts = []
-        for slow, weight in zip(m.tolist(), weights.tolist()):
+        for slow, weight in enumerate(binomial(np.arange(k + 1), k, self.probability).tolist()):
             if weight < 1e-12:
                 continue
             fast = k - slow
@@ -341,66 +390,15 @@ class Straggling(_Duration):
         slow = rng.random(size) < self.probability
         return self.shift + np.where(slow, self.slowdown * draws, draws)
 
-    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
-        return self._blocks(rng)
-
-    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
-        x = np.asarray(x, dtype=float) - self.shift
-        p, f = self.probability, self.slowdown
-        result = (1 - p) * np.asarray(self.base.cdf(x)) + p * np.asarray(self.base.cdf(x / f))
-        return float(result) if result.ndim == 0 else result
-
-    def ppf(self, q: float) -> float:
-        from scipy.optimize import brentq
-
-        lo = self.shift + self.base.ppf(min(q, 1 - 1e-15) * (1 - self.probability)) \
-            if q > 0 else self.shift
-        hi = self.shift + self.slowdown * self.base.ppf(min(q, 1 - 1e-15))
-        if hi <= lo or self.cdf(lo) >= q:     # a constant base's steps: the cdf jumps
-            return lo
-        return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
-
-    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
-        y = np.asarray(y, dtype=float) - self.shift
-        p, f = self.probability, self.slowdown
-        result = ((1 - p) * np.asarray(self.base.partial_expectation(y))
-                  + p * f * np.asarray(self.base.partial_expectation(y / f)))
-        return float(result) if result.ndim == 0 else result
-
-    def expected_max(self, n: int) -> float:
-        return self.expected_order(n, n)
-
-    def expected_order(self, k: int, n: int) -> float:
-        """E[k-th smallest of n draws], by quadrature of P(X_(k) > x)."""
-        from scipy import integrate
-
-        upper = self.ppf(1 - 1e-12 / n)
-        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
-        breaks = sorted({self.shift + self.base.ppf(0.5), self.shift + self.slowdown * self.base.ppf(0.5)})
-        return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
-
 
 @dataclass(frozen=True)
-class Mixture(_Duration):
-    """A law that is ``parts[i]`` with probability ``weights[i]``: what a
-    sum of a few straggling steps is. Moments and the cdf are the parts'
-    weighted; quantiles and order statistics numerically."""
+class Mixture(_Mixed):
+    """Any mixture of laws: what a sum of a few straggling steps is."""
 
     name: str
     weights: tuple[float, ...]
     parts: tuple[Law, ...]
     shift = 0.0
-    is_constant = False
-    sums_exactly = False
-
-    @property
-    def mean(self) -> float:
-        return math.fsum(w * p.mean for w, p in zip(self.weights, self.parts))
-
-    @property
-    def var(self) -> float:
-        second = math.fsum(w * (p.var + p.mean**2) for w, p in zip(self.weights, self.parts))
-        return max(second - self.mean**2, 0.0)
 
     def scaled(self, factor: float) -> Mixture:
         return replace(self, parts=tuple(p.scaled(factor) for p in self.parts))
@@ -418,38 +416,6 @@ class Mixture(_Duration):
             chosen = which == i
             draws[chosen] = part.sample(rng, int(chosen.sum()))
         return draws
-
-    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
-        return self._blocks(rng)
-
-    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
-        result = sum(w * np.asarray(p.cdf(x)) for w, p in zip(self.weights, self.parts))
-        return float(result) if np.ndim(result) == 0 else result
-
-    def ppf(self, q: float) -> float:
-        from scipy.optimize import brentq
-
-        lo = min(p.ppf(min(q, 1 - 1e-15)) for p in self.parts)
-        hi = max(p.ppf(min(q, 1 - 1e-15)) for p in self.parts)
-        if hi <= lo or self.cdf(lo) >= q:
-            return lo
-        return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
-
-    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
-        result = sum(w * np.asarray(p.partial_expectation(y)) for w, p in zip(self.weights, self.parts))
-        return float(result) if np.ndim(result) == 0 else result
-
-    def expected_max(self, n: int) -> float:
-        return self.expected_order(n, n)
-
-    def expected_order(self, k: int, n: int) -> float:
-        """E[k-th smallest of n draws], by quadrature of P(X_(k) > x)."""
-        from scipy import integrate
-
-        upper = self.ppf(1 - 1e-12 / n)
-        tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
-        breaks = sorted({p.ppf(0.5) for p in self.parts if 0 < p.ppf(0.5) < upper})
-        return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]
 
 
 def straggling(law: Law, probability: float, slowdown: float) -> Law | Straggling:

@@ -12,10 +12,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Pmf", "total_variation"]
+__all__ = ["Pmf", "binomial", "total_variation"]
 
 #: probability mass below which an analytic law's tail is cut
 TAIL = 1e-12
+
+
+def binomial(k: np.ndarray, trials: int, q: float) -> np.ndarray:
+    """P(k of ``trials`` independent trials of chance q succeed), for each k
+    (by log-gamma: scipy.stats is a second to import)."""
+    from scipy import special
+
+    return np.exp(special.gammaln(trials + 1) - special.gammaln(k + 1)
+                  - special.gammaln(trials - k + 1) + special.xlogy(k, q)
+                  + special.xlog1py(trials - k, -q))
 
 
 @dataclass(frozen=True)

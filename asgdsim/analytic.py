@@ -38,7 +38,7 @@ from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law, Straggling
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
-from .pmf import Pmf
+from .pmf import Pmf, binomial
 from .renewal import kth_event_mean
 from .scenario import Scenario
 from .skeleton import Skeleton, Walk, busiest, period_of, queued_behind
@@ -115,26 +115,24 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     """The closed-form prediction for ``scenario`` (milliseconds, no simulation).
 
     ``costs``, when the caller already has them, saves deriving them again."""
-    from .algorithms import KINDS
-
     costs = costs or costs_of(scenario)
-    closed_form = KINDS[scenario.algorithm.kind].predict
-    if scenario.faults.slow_learners is not None or scenario.cluster.groups is not None:
-        from .faults import with_learner_laws
-        kind_form = closed_form
-        closed_form = lambda sc, c: with_learner_laws(sc, c, kind_form(sc, c))  # noqa: E731
-    if scenario.faults.failures is not None:
-        from .faults import with_failures
-        failure_free = closed_form
-        closed_form = lambda sc, c: with_failures(sc, c, failure_free(sc, c))  # noqa: E731
-    if scenario.faults.link_slowdowns:
-        from .faults import with_link_slowdowns
-        form = closed_form
-        closed_form = lambda sc, c: with_link_slowdowns(sc, form(sc, c))  # noqa: E731
-    whole = closed_form(scenario, costs)
+    whole = _closed_form(scenario, costs)
     if scenario.stop.warmup is None:
         return whole
-    return _after_warmup(scenario, costs, whole, closed_form)
+    return _after_warmup(scenario, costs, whole, _closed_form)
+
+
+def _closed_form(sc: Scenario, costs: Costs) -> Prediction:
+    """The kind's closed form, and what differing learners, failures and
+    slow links change in it (faults.py)."""
+    from .algorithms import KINDS
+
+    whole = KINDS[sc.algorithm.kind].predict(sc, costs)
+    faults = sc.faults
+    if faults.slow_learners or faults.failures or faults.link_slowdowns or sc.cluster.groups:
+        from .faults import with_faults
+        whole = with_faults(sc, costs, whole)
+    return whole
 
 
 def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction, closed_form) -> Prediction:
@@ -253,17 +251,11 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     trials = max(1, round(mean / p))
     sd = math.sqrt(var)      # the window that holds the mass, not every one of the trials
     k = np.arange(max(0, math.floor(mean - 14 * sd)), min(trials, math.ceil(mean + 14 * sd)) + 1)
-    return k, _binomial_pmf(k, trials, min(1.0, mean / trials))
+    return k, binomial(k, trials, min(1.0, mean / trials))
 
 
 def _poisson_pmf(k: np.ndarray, mean: float) -> np.ndarray:
     return np.exp(special.xlogy(k, mean) - mean - special.gammaln(k + 1))
-
-
-def _binomial_pmf(k: np.ndarray, trials: int, q: float) -> np.ndarray:
-    return np.exp(special.gammaln(trials + 1) - special.gammaln(k + 1)
-                  - special.gammaln(trials - k + 1) + special.xlogy(k, q)
-                  + special.xlog1py(trials - k, -q))
 
 
 def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = False) -> Pmf:
@@ -1309,7 +1301,7 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     lattice_var, renewal_var = g * frac * (1 - frac), g * max(0.0, ratio - 1.0) * cv ** 2
     if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
         j = np.arange(0, g + 1)
-        return (_binomial_pmf(j, g, frac), g * whole + j,
+        return (binomial(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
     k, probs = _count_law(mean, lattice_var + renewal_var)
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"
@@ -1357,7 +1349,7 @@ def _pipelined_staleness(step: Law, cycle: float, nonempty: float = 1.0,
     few = ends.values <= MANY_CYCLE_ENDS
     for count, p in zip(ends.values[few].tolist(), ends.probs[few].tolist()):
         certain = 1 if count >= 2 else 0
-        middle = np.ones(1) if count < 2 else _binomial_pmf(np.arange(count - 1), count - 2, nonempty)
+        middle = np.ones(1) if count < 2 else binomial(np.arange(count - 1), count - 2, nonempty)
         law = np.convolve(middle, [1.0 - before, before])
         thinned[certain:certain + len(law)] += p * law
     if ends.probs[~few].sum() > 1e-9:

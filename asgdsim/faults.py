@@ -30,9 +30,22 @@ from collections import Counter
 from dataclasses import replace
 
 import numpy as np
-from scipy import integrate, special
+from scipy import integrate
 
-__all__ = ["with_learner_laws", "with_link_slowdowns", "with_failures"]
+__all__ = ["with_faults", "with_learner_laws", "with_link_slowdowns", "with_failures"]
+
+
+def with_faults(scenario, costs, whole):
+    """The kind's closed form ``whole`` with what the scenario's differing
+    learners, failures and slow links change in it, in that order."""
+    faults = scenario.faults
+    if faults.slow_learners is not None or scenario.cluster.groups is not None:
+        whole = with_learner_laws(scenario, costs, whole)
+    if faults.failures is not None:
+        whole = with_failures(scenario, costs, whole)
+    if faults.link_slowdowns:
+        whole = with_link_slowdowns(scenario, whole)
+    return whole
 
 
 def with_link_slowdowns(scenario, whole):
@@ -227,7 +240,7 @@ def with_failures(scenario, costs, whole):
     Every other kind: the epoch time scaled by 1 / A, labelled outside.
     """
     from .analytic import OUTSIDE, _ideal, _is_exponential
-    from .pmf import Pmf
+    from .pmf import Pmf, binomial
 
     spec, law = scenario.faults.failures, costs.compute
     available = spec.mtbf / (spec.mtbf + spec.repair)
@@ -236,8 +249,9 @@ def with_failures(scenario, costs, whole):
                      t_update_s=whole.t_update_s / available,
                      steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s * available)
     kind, total = scenario.algorithm.kind, scenario.cluster.learners
+    per_unit = scenario.cluster.gpus_per_node if spec.scope == "node" else 1
+    units = total // per_unit
     # the long run's share of time up needs many failures in the run
-    units = total // (scenario.cluster.gpus_per_node if spec.scope == "node" else 1)
     per_s = scaled.steady_throughput_samples_per_s / scenario.workload.sub_batch
     run_s = whole.gradients / per_s if per_s > 0 and math.isfinite(whole.gradients) else math.inf
     cycles = units * run_s / (spec.mtbf + spec.repair)
@@ -250,14 +264,11 @@ def with_failures(scenario, costs, whole):
                         f"time); the closed form of {kind} here is the failure-free one, its "
                         "epoch time scaled by that share")
         return replace(scaled, laws=laws)
-    # the number of the other learners up while a learner steps
-    per_node = scenario.cluster.gpus_per_node if spec.scope == "node" else 1
-    others = total // per_node - 1
-    up = np.arange(others + 1)
-    chance = np.exp(special.gammaln(others + 1) - special.gammaln(up + 1)
-                    - special.gammaln(others - up + 1) + up * math.log(available)
-                    + (others - up) * math.log1p(-available)) if available < 1 else (up == others) * 1.0
-    others_up = up * per_node + (per_node - 1)
+    # the other learners up while a learner steps: its own unit's, and each
+    # other unit's with chance A
+    up = np.arange(units)
+    chance = binomial(up, units - 1, available)
+    others_up = up * per_unit + (per_unit - 1)
     most = int(40 * (others_up.max() + 1)) + 10
     k = np.arange(most)
     probs = sum(w / (1 + u) * (u / (1 + u)) ** k for w, u in zip(chance, others_up) if w > 1e-15)

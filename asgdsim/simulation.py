@@ -64,8 +64,9 @@ def _failures(env, scenario: Scenario, prediction: Prediction, cluster: Cluster,
     if spec.scope == "learner":
         units, threads = [[i] for i in range(len(cluster.learners))], None
     else:
-        nodes = int(cluster.node_of_learner.max()) + 1
-        units = [list(map(int, (cluster.node_of_learner == n).nonzero()[0])) for n in range(nodes)]
+        units = [[] for _ in range(int(cluster.node_of_learner.max()) + 1)]
+        for learner, node in enumerate(cluster.node_of_learner.tolist()):
+            units[node].append(learner)
         threads = cluster.servers.get("node_update")
     # patience: many failure cycles, steps and updates without a gradient
     # applied mean the cluster is stuck, not slow

@@ -65,16 +65,15 @@ class Failures:
     """Fails and repairs the cluster's units; counts what is lost."""
 
     def __init__(self, env: simpy.Environment, spec, cluster, weights, seed: int,
-                 units: Sequence[Sequence[int]], node_threads: Sequence | None = None,
-                 patience_s: float = float("inf")):
+                 units: Sequence[Sequence[int]], node_threads: Sequence | None,
+                 patience_s: float):
         self.env, self.spec, self.cluster, self.weights = env, spec, cluster, weights
         self.membership = Membership(len(cluster.learners))
         self.failures = 0
         self.lost_gradients = 0
         self.lost_samples = 0
         self._down_since: dict[int, float] = {}
-        self._downtime = 0.0
-        self._outages: list[tuple[int, float, float]] = []
+        self._outages: list[tuple[int, float, float]] = []     # (learner, down, up)
         for learner in cluster.learners:
             _defuse_interrupt(learner.process)
         for part in [*(p for parts in cluster.servers.values() for p in parts), *cluster.shared]:
@@ -85,8 +84,7 @@ class Failures:
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FAILURE_STREAMS, unit)))
             thread = node_threads[unit] if node_threads is not None else None
             env.process(self._unit(rng, members, thread))
-        if patience_s < float("inf"):
-            env.process(self._watch(patience_s))
+        env.process(self._watch(patience_s))
 
     def _watch(self, patience_s: float) -> Generator:
         """Failure processes never end, so a cluster that could no longer
@@ -111,7 +109,8 @@ class Failures:
 
     def downtime_s(self, now: float) -> float:
         """GPU-seconds down so far (the learners still down counted until ``now``)."""
-        return self._downtime + sum(now - since for since in self._down_since.values())
+        return (sum(up - down for _, down, up in self._outages)
+                + sum(now - since for since in self._down_since.values()))
 
     def _unit(self, rng: np.random.Generator, members: Sequence[int], thread) -> Generator:
         env, mtbf, repair = self.env, self.spec.mtbf, self.spec.repair
@@ -120,9 +119,7 @@ class Failures:
             self.failures += 1
             if thread is not None:
                 _defuse_interrupt(thread.process)
-                lost = thread.fail()
-                self.lost_gradients += lost
-                self.lost_samples += lost * self.cluster.learners[members[0]].sub_batch
+                self._lose(thread.fail(), self.cluster.learners[members[0]].sub_batch)
             for index in members:
                 self._fail(index)
             yield env.timeout(repair)
@@ -131,10 +128,13 @@ class Failures:
             for index in members:
                 self._rejoin(index)
 
+    def _lose(self, gradients: int, sub_batch: int) -> None:
+        self.lost_gradients += gradients
+        self.lost_samples += gradients * sub_batch
+
     def _fail(self, index: int) -> None:
         learner = self.cluster.learners[index]
-        self.lost_gradients += learner.unsent
-        self.lost_samples += learner.unsent * learner.sub_batch
+        self._lose(learner.unsent, learner.sub_batch)
         learner.unsent = 0
         self._down_since[index] = self.env.now
         self.membership.set(index, False)
@@ -143,9 +143,7 @@ class Failures:
 
     def _rejoin(self, index: int) -> None:
         learner = self.cluster.learners[index]
-        since = self._down_since.pop(index)
-        self._downtime += self.env.now - since
-        self._outages.append((index, since, self.env.now))
+        self._outages.append((index, self._down_since.pop(index), self.env.now))
         learner.start_version = self.weights.version
         self.membership.set(index, True)
         learner.process = self.env.process(learner.run())

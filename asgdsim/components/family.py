@@ -126,8 +126,9 @@ class CancellingRound:
         #: ``once``: a learner gives one gradient a round (k-sync), so a round
         #: of fewer learners up than K closes at all of theirs
         self.update_s, self.k, self.once = update_s, k, once
-        #: who is up (failures.Membership), where learners fail
-        self.membership = None
+        #: who is up (failures.Membership), where learners fail; the gradients
+        #: that close a round
+        self.membership, self._need = None, k
         self.busy_s = 0.0
         #: steps cancelled or dropped: never applied
         self.cancelled = 0
@@ -147,19 +148,16 @@ class CancellingRound:
         self._rows.append(row_of())
         self._close_if_complete()
 
-    def _need(self) -> int:
-        if self.once and self.membership is not None:
-            return min(self.k, self.membership.count)
-        return self.k
-
     def _close_if_complete(self) -> None:
-        if self._rows and len(self._rows) >= self._need():
+        if self._rows and len(self._rows) >= self._need:
             rows, self._rows = self._rows, []
             self.closed.succeed()
             self.env.process(self._update(rows))
 
     def member_changed(self, learner: int, up: bool) -> None:
         """With fewer learners up a k-sync round may be complete already."""
+        if self.once:
+            self._need = min(self.k, self.membership.count)
         if not up and not self.closed.triggered:
             self._close_if_complete()
 
@@ -217,26 +215,23 @@ class RoundLearner(ServerLearner):
                     yield from run_stages(env, self.before)
                 if closed.triggered:
                     rounds.cancelled += 1
-                    self.unsent = 0
                     break
                 began, step = env.now, next(self.compute)
                 yield env.timeout(step) | closed
                 if closed.triggered and env.now < began + step:
                     self.busy_s += env.now - began
                     rounds.cancelled += 1
-                    self.unsent = 0
                     break
                 self.busy_s += step
                 if self.after and not (yield from self._push(closed)):
                     rounds.cancelled += 1      # the round closed while it queued
-                    self.unsent = 0
                     break
                 end = env.now
-                self.unsent = 0
                 rounds.arrive(closed, lambda: recorder.gradient(index, version, t_start, end, sub_batch))
                 if not self.again or closed.triggered:
                     break
                 t_start = env.now
+            self.unsent = 0       # handed over, or cancelled: nothing to lose
             version = yield published
             while self.reply:
                 # the server sends the weights it holds when the transfer
@@ -295,7 +290,7 @@ class StalenessClock:
     def _recount(self) -> None:
         """The slowest count over the learners up; release who waited for it."""
         up = self.membership.up if self.membership is not None else None
-        counts = [c for i, c in enumerate(self.pushed) if up is None or up[i]]
+        counts = self.pushed if up is None else [c for c, on in zip(self.pushed, up) if on]
         if not counts:
             return
         self.slowest = min(counts)

@@ -40,7 +40,7 @@ class Allreduce:
     """The collective: done ``duration_s`` after the last member has joined."""
 
     def __init__(self, env: simpy.Environment, members: int, duration_s: float):
-        self.env, self.members, self.duration_s = env, members, duration_s
+        self.env, self.duration_s = env, duration_s
         self.up = members         # members up (nodes fail, with their update thread)
         self.busy_s = 0.0
         #: a network slow-down's rate over time (slowdown.RateProfile), or None

@@ -21,6 +21,14 @@ BASE = {"workload": {"model": "resnet50", "dataset_samples": 1281167, "sub_batch
 
 # (name, dotted changes, key the message names); a value of DELETE removes the key
 DELETE = object()
+
+
+def _table(path: str) -> dict:
+    """The changes that price the steps by a kernel table at ``path``."""
+    return {"timing.compute": "table", "timing.communication": "modelled",
+            "timing.kernel_table": path}
+
+
 SCENARIOS = [
     ("nodes-zero", {"cluster.nodes": 0}, "cluster.nodes"),
     ("nodes-negative", {"cluster.nodes": -2}, "cluster.nodes"),
@@ -158,26 +166,14 @@ SCENARIOS = [
     ("jitter-with-law", {"timing.jitter": {"distribution": "lognormal", "cv": 0.1}},
      "timing"),
     ("timing-unknown-key", {"timing.speed": "fast"}, "timing.speed"),
-    ("kernel-table-missing", {"timing.compute": "table", "timing.communication": "modelled",
-                              "timing.kernel_table": "no-such-table.csv"}, "timing.kernel_table"),
-    ("kernel-table-text", {"timing.compute": "table", "timing.communication": "modelled",
-                           "timing.kernel_table": "../tables/text-ms.csv"}, "timing.kernel_table"),
-    ("kernel-table-negative", {"timing.compute": "table", "timing.communication": "modelled",
-                               "timing.kernel_table": "../tables/negative-ms.csv"},
-     "timing.kernel_table"),
-    ("kernel-table-nan", {"timing.compute": "table", "timing.communication": "modelled",
-                          "timing.kernel_table": "../tables/nan-ms.csv"}, "timing.kernel_table"),
-    ("kernel-table-empty", {"timing.compute": "table", "timing.communication": "modelled",
-                            "timing.kernel_table": "../tables/empty.csv"}, "timing.kernel_table"),
-    ("kernel-table-no-ms", {"timing.compute": "table", "timing.communication": "modelled",
-                            "timing.kernel_table": "../tables/no-ms-column.csv"},
-     "timing.kernel_table"),
-    ("kernel-table-unknown-gpu", {"timing.compute": "table", "timing.communication": "modelled",
-                                  "timing.kernel_table": "../tables/unknown-gpu.csv"},
-     "timing.kernel_table"),
-    ("kernel-table-binary", {"timing.compute": "table", "timing.communication": "modelled",
-                             "timing.kernel_table": "../tables/binary.csv"},
-     "timing.kernel_table"),
+    ("kernel-table-missing", _table("no-such-table.csv"), "timing.kernel_table"),
+    ("kernel-table-text", _table("../tables/text-ms.csv"), "timing.kernel_table"),
+    ("kernel-table-negative", _table("../tables/negative-ms.csv"), "timing.kernel_table"),
+    ("kernel-table-nan", _table("../tables/nan-ms.csv"), "timing.kernel_table"),
+    ("kernel-table-empty", _table("../tables/empty.csv"), "timing.kernel_table"),
+    ("kernel-table-no-ms", _table("../tables/no-ms-column.csv"), "timing.kernel_table"),
+    ("kernel-table-unknown-gpu", _table("../tables/unknown-gpu.csv"), "timing.kernel_table"),
+    ("kernel-table-binary", _table("../tables/binary.csv"), "timing.kernel_table"),
     ("kernel-table-number", {"timing.kernel_table": 5}, "timing.kernel_table"),
     ("stop-empty", {"stop": {}}, "stop"),
     ("stop-text", {"stop": "soon"}, "stop"),

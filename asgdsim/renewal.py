@@ -17,7 +17,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["kth_event_mean", "kth_event_staggered"]
+__all__ = ["kth_event_mean", "events_staggered"]
 
 
 def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
@@ -53,10 +53,10 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     return float(np.trapezoid(below, grid)), law.sums_exactly
 
 
-def kth_event_staggered(law, ready: np.ndarray, k: int) -> float:
-    """When the expected count of events reaches k - 1/2: learner i's
-    renewal process of steps ~ ``law`` starts at ``ready[i]``, and E[N_i(t)]
-    = sum over j of F_j(t - ready[i]).
+def events_staggered(law, ready: np.ndarray, k: int) -> np.ndarray:
+    """When the expected count of events reaches j - 1/2, for j = 1 .. k:
+    learner i's renewal process of steps ~ ``law`` starts at ``ready[i]``,
+    and E[N_i(t)] = sum over j of F_j(t - ready[i]).
 
     The sum over learners is a convolution: the start times spread on the
     grid (each split between its two nearest points), convolved with F_j,
@@ -77,7 +77,7 @@ def kth_event_staggered(law, ready: np.ndarray, k: int) -> float:
         count += at_least
         if at_least[-1] < 1e-9:
             break
-    return float(np.interp(k - 0.5, count, grid))
+    return np.interp(np.arange(1, k + 1) - 0.5, count, grid)
 
 
 def _power_below(pmf: np.ndarray, times: int, k: int) -> np.ndarray:

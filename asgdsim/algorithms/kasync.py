@@ -35,14 +35,11 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
+from ..distributions import Straggling
 from ..specs import Count, _Spec
 from .kind import Kind, draw_k, powers_of_two
-from .ksync import SHARES
+from .ksync import SHARES, STEADY_CV
 from .server import ASYNC, SYNC, busy_port, loop, predict_async, wire
-
-
-#: steps steadier than this keep near the fixed-step schedule for a while
-STEADY_CV = 0.3
 
 
 class Spec(_Spec):
@@ -98,8 +95,12 @@ def predict(scenario, costs):
     poisson = max(step * sum(1.0 / (L - i) for i in range(k)), k * base.t_update_s)
     per_update = lockstep if fixed else poisson
     outside = None
-    if not fixed and law.cv < STEADY_CV and abs(poisson / lockstep - 1) > 0.05:
-        outside = (f"{OUTSIDE}: steps this steady (cv {law.cv:.2g}) keep the learners near "
+    # stragglers knock one learner at a time off a steady schedule; the rest
+    # keep it, so what counts is how steady the steps are apart from them
+    steady_cv = law.base.cv if isinstance(law, Straggling) else law.cv
+    if not fixed and steady_cv < STEADY_CV and abs(poisson / lockstep - 1) > 0.05:
+        outside = (f"{OUTSIDE}: steps this steady (cv {steady_cv:.2g}"
+                   f"{' apart from stragglers' if steady_cv != law.cv else ''}) keep the learners near "
                    f"the fixed-step schedule ({lockstep:.3g} s an update) for about "
                    f"1 / (4 cv^2) steps before they drift to random order "
                    f"({poisson:.3g} s), and the closed form has no law for the drift")

@@ -39,9 +39,14 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..renewal import kth_event_mean, kth_event_staggered
+from ..renewal import events_staggered, kth_event_mean
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
+
+
+#: steps steadier than this keep learners near the fixed-step schedule, in
+#: lockstep, for about 1 / (4 cv^2) steps before they drift to random order
+STEADY_CV = 0.3
 
 
 class KSyncSpec(_Spec):
@@ -99,16 +104,25 @@ def predict(scenario, costs):
         # the server's port one learner after another, so learner i starts
         # i pulls late; unless the server's port sets the pace: the K
         # pushes one after another, after the first learner's pull and step
-        cycle = law.plus(sum(st.duration_s for st in loop_.before + loop_.after))
-        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+        repeated = loop_.before + loop_.after
+        own = sum(st.duration_s for st in repeated)
+        # a resource of a node that the learners' repeated stages share (its
+        # disk or host link) serves each of them once a step: no learner
+        # steps again faster than its busiest one turns round
+        stretch = max(0.0, _busiest_turn(topo, repeated) - law.mean - own)
+        cycle = law.plus(own + stretch)
         to_port = loop_.demand_s("server_port_in") / topo.instances("server_port_in")
-        reply = sum(st.duration_s for st in loop_.reply)
         # the port's bound: the K pushes one after another from the first
         first = max(kth_event_mean(cycle, L, k)[0],
                     kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s
-        ready = reply - out + out * np.arange(1, L + 1)
-        steady = max(kth_event_staggered(cycle, ready, k),
-                     kth_event_staggered(cycle, ready, 1) + (k - 1) * to_port) + update_s
+        # each learner's first step starts once it has had the weights and
+        # its reads, queued at the server's port and its node's links
+        # (the renewal's first cycle is then the step and its pushing stages)
+        ready = _walked_ready(topo, loop_) - sum(st.duration_s for st in loop_.before) - stretch
+        # the gradients queue at the server's port in the order they come:
+        # done at max over j of (j-th arrival + the K - j + 1 messages from it)
+        events = events_staggered(cycle, ready, k)
+        steady = float(np.max(events + (k - 1 - np.arange(k)) * to_port)) + update_s
         epoch_law = ("approximation: the K-th event of L renewal processes of a step and its "
                      "stages, each started after its turn at the server's port for the weights "
                      "(the mean count reaching K - 1/2), or the K pushes through the server's "
@@ -125,6 +139,12 @@ def predict(scenario, costs):
         if L * out >= steady:
             steady += out / 2
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"
+            if law.cv < STEADY_CV:
+                outside = outside or (
+                    f"{OUTSIDE}: the server's port is always busy with pulls and steps this "
+                    f"steady (cv {law.cv:.2g}) lock the learners into a schedule: the pull under "
+                    "way when a round closes, and the cancelled steps' transfers on the node's "
+                    "links, follow it, not half a pull on average")
     n = run.target_gradients
     rounds = math.ceil(n / k) if n != math.inf else (run.updates or None)
     if rounds is None or run.time_s is not None:
@@ -140,6 +160,32 @@ def predict(scenario, costs):
         laws={"epoch_time": epoch_law, "staleness": "exact: 0, every gradient on its round's weights",
               "minibatch": "exact: K gradients per round", **_outside(outside)},
         gradients=rounds * k, updates=rounds)
+
+
+def _busiest_turn(topo, stages) -> float:
+    """The most any one of a node's resources is held by all its learners' ``stages``."""
+    from collections import Counter
+
+    from ..analytic import _resolved
+
+    held: Counter = Counter()
+    for learner in range(topo.learners):
+        for names, duration in _resolved(topo, stages, learner):
+            for name in names:
+                if not name.startswith("server"):    # the server's port: its own bound
+                    held[name] += duration
+    return max(held.values(), default=0.0)
+
+
+def _walked_ready(topo, loop_) -> np.ndarray:
+    """When each learner is ready to compute after a publication: its pull
+    and reads walked together (skeleton.py), first come first served."""
+    from ..analytic import _resolved
+    from ..skeleton import Skeleton
+
+    stages = [_resolved(topo, loop_.reply + loop_.before, i) for i in range(topo.learners)]
+    ends = Skeleton().walk(np.zeros(topo.learners), stages)
+    return np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0 for row in ends])
 
 
 SHARES = [0.0625, 0.125, 0.25, 0.5, 0.75, 1.0]

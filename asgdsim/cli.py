@@ -479,7 +479,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         import torch  # noqa: F401  (optional dependency)
     except ImportError:
         raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
-    from .profile import profile_model, write_table
+    from .profile import measure, write_steps, write_table
     from .specs import catalog_model
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -492,12 +492,59 @@ def cmd_profile(args: argparse.Namespace) -> int:
     out = Path(args.out or f"profiles/{gpu}-{model.name}-b{args.batch}.csv")
     if out.exists() and not args.overwrite:
         raise UsageError(f"{out} exists; pass --overwrite to replace it or choose --out")
-    rows = profile_model(model, args.batch, gpu, args.device, repeats=args.repeats)
+    steps_out = Path(args.steps) if args.steps else None
+    if steps_out is not None and steps_out.exists() and not args.overwrite:
+        raise UsageError(f"{steps_out} exists; pass --overwrite to replace it or choose --steps")
+    rows, steps = measure(model, args.batch, gpu, args.device, repeats=args.repeats)
     write_table(rows, out)
     total = sum(float(r["ms"]) for r in rows)
     print(f"{model.name}, batch {args.batch} on {args.device} (labelled {gpu}): {len(rows)} "
           f"kernels, {total:.2f} ms in all; wrote {out}")
     print(f"use it with  timing: {{compute: table, kernel_table: {out}}}")
+    if steps_out is not None:
+        write_steps(steps, steps_out)
+        print(f"wrote {steps_out}: {len(steps)} steps (each repeat's kernels summed); replay them "
+              f"with  timing: {{compute: {{empirical: {steps_out}}}}}  or fit a law: asgdsim fit "
+              f"{steps_out}")
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .atomic import atomic_text, atomic_write
+    from .measured import fit_laws, qq_figure, read_steps
+
+    try:
+        steps = read_steps(args.steps)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out) if args.out else None
+    figure = Path(args.figure) if args.figure else (out.with_suffix(".png") if out else None)
+    for path in (out, figure):
+        if path is not None and path.exists() and not args.overwrite:
+            raise UsageError(f"{path} exists; pass --overwrite to replace it or choose another")
+    fits = fit_laws(steps)
+    print(f"{args.steps}: {len(steps)} steps, mean {1e3 * steps.mean():.4g} ms, "
+          f"cv {steps.std() / steps.mean():.3g}; laws by AIC, best first")
+    print(f"  {'law':<21}{'AIC':>12}{'KS distance':>13}{'KS p-value':>12}")
+    for fit in fits:
+        print(f"  {fit.distribution:<21}{fit.aic:>12.1f}{fit.ks_distance:>13.4f}{fit.ks_pvalue:>12.3g}")
+    best = fits[0]
+    entry = yaml.safe_dump({"timing": {"compute": best.entry}}, sort_keys=False)
+    if best.ks_pvalue < 0.01:
+        print(f"  (even the best law is unlikely to have made these steps: KS p-value "
+              f"{best.ks_pvalue:.2g}; timing.compute: {{empirical: {args.steps}}} replays them as "
+              "they are)")
+    if out is not None:
+        atomic_text(out, entry)
+        print(f"wrote {out}")
+    else:
+        print(entry, end="")
+    if figure is not None:
+        fig = qq_figure(steps, fits)
+        atomic_write(figure, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+        print(f"wrote {figure}")
     return 0
 
 
@@ -624,8 +671,22 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--repeats", type=int, default=5,
                       help="timed runs per kernel after a warm-up; the median is kept (default 5)")
     prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
-    prof.add_argument("--overwrite", action="store_true", help="replace an existing table file")
+    prof.add_argument("--steps", metavar="FILE",
+                      help="also write each repeat's step (its kernels summed) to FILE, a CSV "
+                      "for timing.compute: {empirical: FILE} and asgdsim fit")
+    prof.add_argument("--overwrite", action="store_true", help="replace existing output files")
     prof.set_defaults(func=cmd_profile)
+
+    fit = sub.add_parser("fit", help="the step-time law that fits measured steps best",
+                         description="fit each law of timing.compute to measured step times "
+                         "(a CSV with a column step_s), rank them by AIC, print the fit's "
+                         "quality and the best one's YAML entry")
+    fit.add_argument("steps", help="CSV file with a column step_s, one measured step per row")
+    fit.add_argument("--out", help="write the YAML entry to this file (default: print it), and "
+                     "the QQ figure beside it (.png)")
+    fit.add_argument("--figure", help="the QQ figure's file (default: beside --out)")
+    fit.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    fit.set_defaults(func=cmd_fit)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .compute import KernelModel
-from .distributions import Law, Mixture, law_from_spec, straggling
-from .specs import GpuSpec, LawSpec, LinkSpec, ModelSpec
+from .distributions import Empirical, Law, Mixture, law_from_spec, straggling
+from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
 
 if TYPE_CHECKING:
     from .scenario import Scenario
@@ -121,7 +121,7 @@ class Costs:
 
 
 def compute_law(scenario: Scenario, gpu: GpuSpec | None = None,
-                compute: LawSpec | None = None) -> Law:
+                compute: LawSpec | EmpiricalSpec | None = None) -> Law:
     """The law of one learner step's compute time, stragglers included: on
     ``gpu`` (default the cluster's) by ``compute`` (default ``timing.compute``)."""
     stragglers = scenario.faults.stragglers
@@ -130,10 +130,14 @@ def compute_law(scenario: Scenario, gpu: GpuSpec | None = None,
                                                       stragglers.slowdown)
 
 
-def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | str) -> Law:
+def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | EmpiricalSpec | str) -> Law:
     timing = scenario.timing
     if isinstance(compute, LawSpec):
         return law_from_spec(compute)     # a law is the step: jitter is for modelled steps
+    if isinstance(compute, EmpiricalSpec):
+        from .measured import read_steps
+
+        return Empirical.of(read_steps(compute.empirical))
     cost = COMPUTE_COSTS[compute]
     if timing.kernel_table is not None and compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)

@@ -30,7 +30,7 @@ from scipy import special
 from .pmf import binomial
 from .specs import LawSpec
 
-__all__ = ["Law", "law_from_spec"]
+__all__ = ["Law", "Empirical", "law_from_spec"]
 
 _BLOCK = 4096
 FAMILIES = ("expon", "uniform", "gamma", "lognorm")
@@ -416,6 +416,73 @@ class Mixture(_Mixed):
             chosen = which == i
             draws[chosen] = part.sample(rng, int(chosen.sum()))
         return draws
+
+
+@dataclass(frozen=True, eq=False)
+class Empirical(_Duration):
+    """Measured steps replayed: each draw is one of ``values`` (sorted), all
+    equally likely, resampled with the learner's own random stream. Its
+    moments, cdf, quantiles and order statistics are those of the sample
+    itself, exactly (a discrete law), so the closed form reads the very law
+    the simulator draws from; its sums are taken as gammas of their moments."""
+
+    values: np.ndarray
+    name: str = "empirical"
+    shift = 0.0
+    is_constant = False
+    sums_exactly = False
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Empirical | Law:
+        values = np.sort(np.asarray(values, dtype=float))
+        return Law.constant(values[0]) if values[0] == values[-1] else cls(values)
+
+    @property
+    def mean(self) -> float:
+        return float(self.values.mean())
+
+    @property
+    def var(self) -> float:
+        return float(self.values.var())
+
+    def scaled(self, factor: float) -> Empirical:
+        return Empirical(self.values * factor)
+
+    def plus(self, constant: float) -> Empirical:
+        return Empirical(self.values + constant)
+
+    def sum_of(self, k: int) -> Law | Empirical:
+        return self if k == 1 else self._gamma_sum(k)
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return self.values[rng.integers(0, len(self.values), size)]
+
+    def sampler(self, rng: np.random.Generator) -> Iterator[float]:
+        return self._blocks(rng)
+
+    def cdf(self, x: float | np.ndarray) -> float | np.ndarray:
+        result = np.searchsorted(self.values, x, side="right") / len(self.values)
+        return float(result) if np.ndim(result) == 0 else result
+
+    def ppf(self, q: float) -> float:
+        # the smallest value whose cdf reaches q
+        i = int(np.ceil(q * len(self.values))) - 1
+        return float(self.values[min(max(i, 0), len(self.values) - 1)])
+
+    def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        y = np.asarray(y, dtype=float)
+        result = np.maximum(y[..., None] - self.values, 0.0).mean(axis=-1)
+        return float(result) if result.ndim == 0 else result
+
+    def expected_max(self, n: int) -> float:
+        return self.expected_order(n, n)
+
+    def expected_order(self, k: int, n: int) -> float:
+        """E[k-th smallest of n draws], exactly: the sum over the sample's
+        values of each one's probability of being the k-th,
+        P(X_(k) <= x) = I_F(x)(k, n - k + 1)."""
+        at_most = special.betainc(k, n - k + 1, self.cdf(self.values))
+        return float(np.sum(self.values * np.diff(at_most, prepend=0.0)))
 
 
 def straggling(law: Law, probability: float, slowdown: float) -> Law | Straggling:

@@ -27,7 +27,7 @@ import pandas as pd
 from pydantic import field_validator, model_validator
 
 from . import catalog
-from .specs import Count, GpuSpec, LawSpec, _from_catalog, _Spec
+from .specs import Count, GpuSpec, StepLawSpec, _from_catalog, _Spec
 
 __all__ = ["Group", "NODE_KEYS", "fold_groups", "group_of_learner", "group_figures"]
 
@@ -46,7 +46,7 @@ class Group(_Spec):
     gpus_per_node: Count
     gpu: Annotated[GpuSpec, _from_catalog("gpus")]
     machine: str | None = None
-    compute: LawSpec | None = None
+    compute: StepLawSpec | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -6,7 +6,9 @@ separately (forward, gradient of the input, gradient of the weights): warm-up
 runs, then the median of repeats, timed with CUDA events on a GPU and the
 wall clock on the CPU. The rows come out in the format of the package's
 ``kernels.csv``, so a scenario can use them through
-``timing.kernel_table``. PyTorch is an optional dependency
+``timing.kernel_table``. Each repeat's passes summed are one step's
+kernels: ``write_steps`` keeps them for ``timing.compute: {empirical: FILE}``
+and ``asgdsim fit``. PyTorch is an optional dependency
 (``pip install 'asgdsim[profile]'``).
 """
 
@@ -18,11 +20,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .atomic import atomic_text, atomic_write
 from .catalog.build_kernels import COLUMNS
 from .layers import Layer
 from .specs import ModelSpec
 
-__all__ = ["profile_model", "write_table"]
+__all__ = ["profile_model", "measure", "write_table", "write_steps"]
 
 
 def _timer(torch, device: str) -> Callable[[Callable[[], object]], float]:
@@ -66,11 +69,20 @@ def profile_model(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
                   warmup: int = 2, repeats: int = 5) -> list[dict]:
     """Time every convolution and fully connected layer of ``model``; return
     kernel rows labelled with the catalog GPU name ``gpu``."""
+    return measure(model, batch, gpu, device, warmup, repeats)[0]
+
+
+def measure(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
+            warmup: int = 2, repeats: int = 5) -> tuple[list[dict], list[float]]:
+    """(:func:`profile_model`'s kernel rows, the seconds of each repeat's
+    step): repeat r's step is the sum of every timed pass's r-th timing, the
+    convolution and fully connected kernels of one forward and backward
+    pass (element-wise layers and the framework's own time are not in it)."""
     import torch  # optional dependency: imported only when profiling
 
     timed = _timer(torch, device)
     library = f"PyTorch {torch.__version__} ({device})"
-    rows = []
+    rows, steps = [], [0.0] * repeats
     for layer in model.graph:
         if layer.op not in ("conv", "fc"):
             continue
@@ -80,9 +92,10 @@ def profile_model(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
         for pass_, fn in _passes(torch, module, x).items():
             for _ in range(warmup):
                 fn()
-            ms = statistics.median(timed(fn) for _ in range(repeats))
-            rows.append(_row(layer, pass_, batch, ms, gpu, library))
-    return rows
+            times = [timed(fn) for _ in range(repeats)]
+            steps = [s + t / 1e3 for s, t in zip(steps, times)]
+            rows.append(_row(layer, pass_, batch, statistics.median(times), gpu, library))
+    return rows, steps
 
 
 def _row(layer: Layer, pass_: str, batch: int, ms: float, gpu: str, library: str) -> dict:
@@ -101,8 +114,15 @@ def _row(layer: Layer, pass_: str, batch: int, ms: float, gpu: str, library: str
 
 
 def write_table(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, COLUMNS, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, COLUMNS, restval="")
+            writer.writeheader()
+            writer.writerows(rows)
+    atomic_write(path, write)
+
+
+def write_steps(steps: list[float], path: Path) -> None:
+    """The step times in the format ``timing.compute: {empirical: FILE}`` and
+    ``asgdsim fit`` read: a column ``step_s``."""
+    atomic_text(path, "step_s\n" + "".join(f"{s:.9g}\n" for s in steps))

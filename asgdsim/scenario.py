@@ -31,8 +31,9 @@ from .algorithms import Algorithm
 from .errors import ScenarioError
 from .groups import REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
-from .specs import (Bytes, BytesPerSecond, Count, GpuSpec, JitterSpec, LawSpec, Link, LinkSpec,
-                    ModelSpec, Seconds, SecondsOrZero, _from_catalog, _model, _Spec, catalog_model)
+from .specs import (Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
+                    LinkSpec, ModelSpec, Seconds, SecondsOrZero, StepLawSpec, _from_catalog, _model,
+                    _Spec, catalog_model)
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "resolved_yaml",
            "LawSpec", "GpuSpec", "LinkSpec", "ModelSpec"]
@@ -185,7 +186,7 @@ def default_jitter() -> dict:
 
 class Timing(_Spec):
     compute: Annotated[
-        Annotated[Literal["table", "roofline"], Tag("name")] | Annotated[LawSpec, Tag("law")],
+        Annotated[Literal["table", "roofline"], Tag("name")] | Annotated[StepLawSpec, Tag("law")],
         Discriminator(lambda v: "name" if isinstance(v, str) else "law"),
     ] = "table"
     #: multiplicative noise on table or roofline steps; "none" for identical steps
@@ -218,7 +219,7 @@ class Timing(_Spec):
 
     @model_validator(mode="after")
     def _jitter_needs_a_model(self) -> Timing:
-        if self.jitter != "none" and isinstance(self.compute, LawSpec):
+        if self.jitter != "none" and isinstance(self.compute, (LawSpec, EmpiricalSpec)):
             raise ValueError("jitter applies to table or roofline compute; "
                              "a distribution already is the compute-time law")
         return self
@@ -452,10 +453,15 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(source, [("", f"expected a mapping of scenario keys at the top, "
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
-    table = data.get("timing", {}).get("kernel_table") if isinstance(data.get("timing"), dict) else None
-    if isinstance(table, str) and not Path(table).is_absolute():
-        # a table named in a scenario file is found beside that file
-        data["timing"]["kernel_table"] = str((path.parent / table).resolve())
+    # a file a scenario names (a kernel table, measured steps) is found beside it
+    timing = data.get("timing") if isinstance(data.get("timing"), dict) else {}
+    cluster = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
+    groups = cluster.get("groups") if isinstance(cluster.get("groups"), list) else []
+    for holder, key in [(timing, "kernel_table"), (timing.get("compute"), "empirical"),
+                        *((g.get("compute"), "empirical") for g in groups if isinstance(g, dict))]:
+        if isinstance(holder, dict) and isinstance(holder.get(key), str) \
+                and not Path(holder[key]).is_absolute():
+            holder[key] = str((path.parent / holder[key]).resolve())
     return scenario_from_dict(data, overrides, source=source)
 
 

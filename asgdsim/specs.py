@@ -13,7 +13,8 @@ import math
 from functools import cache, cached_property
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator,
+                      model_validator)
 
 from . import catalog, zoo
 from .layers import Layer, LayerError, compile_layers
@@ -224,6 +225,29 @@ class LawSpec(_Spec):
         if self.distribution == "uniform" and self.cv > 1 / math.sqrt(3):
             raise ValueError("uniform cv must be at most 1/sqrt(3) = 0.577 for non-negative times")
         return self
+
+
+class EmpiricalSpec(_Spec):
+    """Measured step times replayed: a CSV with a column ``step_s``
+    (``asgdsim profile --steps`` writes one); see :mod:`asgdsim.measured`."""
+
+    empirical: str
+
+    @field_validator("empirical")
+    @classmethod
+    def _readable(cls, path: str) -> str:
+        from .measured import read_steps
+
+        read_steps(path)
+        return path
+
+
+#: a step law: a distribution, or measured steps replayed
+StepLawSpec = Annotated[
+    Annotated[LawSpec, Tag("law")] | Annotated[EmpiricalSpec, Tag("empirical")],
+    Discriminator(lambda v: "empirical" if isinstance(v, EmpiricalSpec)
+                  or (isinstance(v, dict) and "empirical" in v) else "law"),
+]
 
 
 class JitterSpec(LawSpec):

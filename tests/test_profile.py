@@ -71,3 +71,20 @@ def test_a_table_named_in_a_scenario_file_is_found_beside_it(table, tmp_path, mo
     monkeypatch.chdir(tmp_path)          # not the scenario's folder
     sc = load_scenario("study/s.yaml")
     assert sc.timing.kernel_table == str((folder / "mine.csv").resolve())
+
+
+def test_profile_keeps_each_repeats_step_for_replay_and_fit(tmp_path, capsys):
+    table, steps = tmp_path / "t.csv", tmp_path / "steps.csv"
+    assert main(["profile", "--model", "alexnet", "--batch", "2", "--gpu", "K80",
+                 "--repeats", "12", "--out", str(table), "--steps", str(steps)]) == 0
+    measured = pd.read_csv(steps)["step_s"]
+    assert len(measured) == 12 and (measured > 0).all()
+    # each step is its repeat's kernels summed: their median is near the
+    # table's sum of medians (the same timings, another order of sum and median)
+    total = pd.read_csv(table)["ms"].sum() / 1e3
+    assert measured.min() <= total * 1.5 and measured.max() >= total / 1.5
+    capsys.readouterr()
+    assert main(["fit", str(steps)]) == 0
+    assert "distribution:" in capsys.readouterr().out
+    sc = make(timing__compute={"empirical": str(steps)})
+    assert costs_of(sc).compute.mean == pytest.approx(measured.mean())

@@ -175,6 +175,17 @@ SCENARIOS = [
     ("kernel-table-unknown-gpu", _table("../tables/unknown-gpu.csv"), "timing.kernel_table"),
     ("kernel-table-binary", _table("../tables/binary.csv"), "timing.kernel_table"),
     ("kernel-table-number", {"timing.kernel_table": 5}, "timing.kernel_table"),
+    ("steps-missing", {"timing.compute": {"empirical": "no-such-steps.csv"}},
+     "timing.compute.empirical"),
+    ("steps-no-column", {"timing.compute": {"empirical": "../tables/text-ms.csv"}},
+     "timing.compute.empirical"),
+    ("steps-negative", {"timing.compute": {"empirical": "../tables/negative-steps.csv"}},
+     "timing.compute.empirical"),
+    ("steps-too-few", {"timing.compute": {"empirical": "../tables/three-steps.csv"}},
+     "timing.compute.empirical"),
+    ("steps-number", {"timing.compute": {"empirical": 5}}, "timing.compute.empirical"),
+    ("steps-with-jitter", {"timing.compute": {"empirical": "../tables/twenty-steps.csv"},
+                           "timing.jitter": {"distribution": "lognormal", "cv": 0.1}}, "timing"),
     ("stop-empty", {"stop": {}}, "stop"),
     ("stop-text", {"stop": "soon"}, "stop"),
     ("stop-time-1us", {"stop": {"time": "1 us"}}, "stop.time"),
@@ -279,6 +290,9 @@ TABLES = {
     "empty.csv": "",
     "no-ms-column.csv": "gpu,op,pass\nV100,conv,fwd\n",
     "unknown-gpu.csv": "gpu,op,pass,ms\nK99,conv,fwd,1\n",
+    "negative-steps.csv": "step_s\n" + "0.1\n" * 12 + "-0.1\n",
+    "three-steps.csv": "step_s\n0.1\n0.1\n0.1\n",
+    "twenty-steps.csv": "step_s\n" + "0.1\n0.12\n" * 10,
 }
 
 

@@ -548,6 +548,48 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .atomic import atomic_write
+    from .replay import ReplayOptions, figure, replay
+
+    run_dir = Path(args.run_dir)
+    events = run_dir / "gradients.parquet"
+    if not events.is_file():
+        raise UsageError(f"{run_dir}: no gradients.parquet; replay needs a folder written by "
+                         "asgdsim run (compare leaves the event tables out)")
+    out = Path(args.out) if args.out else run_dir
+    table_path, figure_path = out / "replay.csv", out / "figures" / "replay.png"
+    for path in (table_path, figure_path):
+        if path.exists() and not args.overwrite:
+            raise UsageError(f"{path} exists; pass --overwrite to replace it or choose --out")
+    try:
+        gradients = pd.read_parquet(events, columns=["version_read", "version_applied",
+                                                     "staleness", "samples", "t_end"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"{events}: cannot read the gradients ({exc})") from None
+    options = ReplayOptions(task=args.task, learning_rate=args.learning_rate,
+                            momentum=args.momentum, staleness_aware=args.staleness_aware,
+                            seed=args.seed)
+    table = replay(gradients, options)
+    if table.empty:
+        raise UsageError(f"{events}: the run applied no gradients; nothing to replay")
+    atomic_write(table_path, lambda tmp: table.to_csv(tmp, index=False))
+    fig = figure(table, f"{run_dir.name}: {options.task}, learning rate {options.learning_rate}"
+                 + (f", momentum {options.momentum}" if options.momentum else "")
+                 + (", staleness-aware" if options.staleness_aware else ""))
+    atomic_write(figure_path, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
+    last = table.iloc[-1]
+    print(f"{run_dir.name}: {options.task} trained on {int(last['samples_seen'])} samples")
+    print(f"  the run's schedule ({int(last['update'])} updates): loss {last['loss']:.4f}, "
+          f"test accuracy {100 * last['accuracy']:.1f} %")
+    print(f"  synchronous SGD ({int(last['sync_update'])} updates): loss {last['sync_loss']:.4f}, "
+          f"test accuracy {100 * last['sync_accuracy']:.1f} %")
+    print(f"wrote {table_path} and {figure_path}")
+    return 0
+
+
 def _bytes(text: str) -> float:
     """An argparse type: a positive amount of memory, "8 GB" or bytes."""
     from .units import UnitError, parse_quantity
@@ -687,6 +729,26 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--figure", help="the QQ figure's file (default: beside --out)")
     fit.add_argument("--overwrite", action="store_true", help="replace existing output files")
     fit.set_defaults(func=cmd_fit)
+
+    rep = sub.add_parser("replay", help="train a small model with the run's update schedule",
+                         description="train a small real model (scikit-learn's digits, in "
+                         "numpy) with SGD whose updates follow a run's recorded gradients, beside "
+                         "synchronous SGD at the run's mean mini-batch")
+    rep.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by asgdsim run")
+    rep.add_argument("--task", choices=("digits", "digits-mlp"), default="digits",
+                     help="digits: softmax regression; digits-mlp: one hidden layer of 32 "
+                     "(default digits)")
+    rep.add_argument("--learning-rate", type=_bounded(float, 0, low_open=True), default=0.1,
+                     help="SGD's learning rate (default 0.1)")
+    rep.add_argument("--momentum", type=_bounded(float, 0, 0.999), default=0.0,
+                     help="momentum of both optimisers, from 0 to 0.999 (default 0)")
+    rep.add_argument("--staleness-aware", action="store_true",
+                     help="divide each gradient's learning rate by its staleness (Zhang et al. 2016)")
+    rep.add_argument("--seed", type=_bounded(int, 0, 2**32 - 1), default=0,
+                     help="seed of the data's split, order and the initial weights (default 0)")
+    rep.add_argument("--out", help="folder for replay.csv and figures/replay.png (default RUN_DIR)")
+    rep.add_argument("--overwrite", action="store_true", help="replace an earlier replay's files")
+    rep.set_defaults(func=cmd_replay)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

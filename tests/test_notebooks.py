@@ -9,10 +9,10 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_the_five_notebooks_are_there():
+def test_the_six_notebooks_are_there():
     assert [p.stem for p in NOTEBOOKS] == ["01-quickstart", "02-simulated-vs-closed-form",
                                            "03-what-if", "04-between-sync-and-async",
-                                           "05-when-things-go-wrong"]
+                                           "05-when-things-go-wrong", "06-does-staleness-hurt"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -331,11 +331,12 @@ class KernelModel:
         return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
 
     def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
-        eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
+        name = gpu.kernels_of
+        eff = efficiencies(gpu.architecture, name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
-        measured = _measured(gpu.name, self.extra) if self.use_tables \
-            and has_measurements(gpu.name, self.extra) else {}
+        measured = _measured(name, self.extra) if self.use_tables \
+            and has_measurements(name, self.extra) else {}
         return [self._layer(layer, i == 0, gpu, batch, eff, measured)
                 for i, layer in enumerate(model.graph)]
 

@@ -212,6 +212,7 @@ def costs_of(scenario: Scenario) -> Costs:
                      group_computes=groups)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
+    real = work.input == "real"      # synthetic input is neither read nor copied
     # SPRINT's cycle; the other kinds have none and never read it
     allreduce = ALLREDUCE[getattr(scenario.algorithm, "allreduce", "ring")](
         cluster.node_network, weights, cluster.nodes)
@@ -227,8 +228,8 @@ def costs_of(scenario: Scenario) -> Costs:
         compute=compute,
         weights_bytes=weights,
         weights_to_gpu_s=transfer_time(host, weights),
-        batch_read_s=work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
-        batch_to_gpu_s=transfer_time(host, batch_input),
+        batch_read_s=real * work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
+        batch_to_gpu_s=real * transfer_time(host, batch_input),
         gradient_to_host_s=transfer_time(host, weights),
         accumulate_s=cpu_pass_time(weights, memory_bw, streams=3),   # read sum, g; write sum
         allreduce_s=allreduce,

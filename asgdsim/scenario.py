@@ -44,6 +44,10 @@ class Workload(_Spec):
     sub_batch: Count
     # bytes of one stored training sample read from disk (ImageNet JPEG, ~110 kB)
     sample_bytes: Bytes = 110e3
+    #: real: each sub-batch is read from disk and copied to the GPU; synthetic:
+    #: the input already lives on the GPU (tf_cnn_benchmarks' synthetic data,
+    #: a tf.Variable on the device), so neither happens
+    input: Literal["real", "synthetic"] = "real"
 
     @field_serializer("model")
     def _catalog_models_by_name(self, model: ModelSpec) -> Any:

@@ -41,7 +41,8 @@ BYTES_PER_INPUT_VALUE = 4
 class ComputeCost(Protocol):
     """Seconds of forward + backward for one sub-batch on one GPU."""
 
-    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float: ...
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int,
+                  precision: str = "fp32") -> float: ...
 
 
 #: timing.compute name -> cost implementation (see compute.py)
@@ -183,12 +184,12 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
     cluster, work = scenario.cluster, scenario.workload
     gpu, model, k = gpu or cluster.gpu, work.model, cluster.gpus_per_learner
     if k == 1:
-        return cost.step_time(gpu, model, work.sub_batch)
+        return cost.step_time(gpu, model, work.sub_batch, work.precision)
     inside = cluster.gpu_to_gpu
     if cluster.learner_split == "data":
-        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k))
+        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k), work.precision)
                 + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))
-    layers = cost.breakdown(gpu, model, work.sub_batch)
+    layers = cost.breakdown(gpu, model, work.sub_batch, work.precision)
     graph = [t for t in layers if t.op != "framework"]
     seconds = np.cumsum([t.forward_s + t.backward_s for t in graph])
     cuts = np.searchsorted(seconds, seconds[-1] * np.arange(1, k) / k)

@@ -139,7 +139,8 @@ def scenario_of(m: Measurement):
     if m.algorithm == "sync":
         # TensorFlow's parameter servers run on the workers' own hosts
         algorithm.update(servers=m.servers or 1, placement="colocated")
-    workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k}
+    workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,
+                "precision": m.precision}
     if m.data == "synthetic":
         workload["input"] = "synthetic"
     learners = m.gpus // k

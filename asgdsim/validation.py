@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, fields
 from importlib import resources
 
@@ -45,6 +46,10 @@ EXTRA = ["algorithm", "precision", "batch_per_gpu", "data", "held_out", "in_fit"
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
+#: frameworks whose collective runs during the backward pass (Horovod's
+#: tensor fusion, PyTorch DDP's gradient buckets); TensorFlow 1.1's
+#: replicated variables sum them after it
+OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel", re.IGNORECASE)
 #: rounds each learner runs: enough for a round's mean, a few seconds for the whole table
 ROUNDS = 20
 #: above this many learners the closed form stands in for the simulation
@@ -139,6 +144,9 @@ def scenario_of(m: Measurement):
     if m.algorithm == "sync":
         # TensorFlow's parameter servers run on the workers' own hosts
         algorithm.update(servers=m.servers or 1, placement="colocated")
+    if m.algorithm == "allreduce" and OVERLAPPING.search(m.published_setting):
+        # Horovod and DDP sum each gradient as soon as the backward pass has it
+        algorithm["overlap"] = "backward"
     workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,
                 "precision": m.precision}
     if m.data == "synthetic":
@@ -197,7 +205,8 @@ def speedups(table):
 
     rows = table[table["metric"] == THROUGHPUT]
     base = rows[rows["gpus"] == 1].drop_duplicates(SERIES).set_index(SERIES)
-    more = rows[rows["gpus"] > 1].join(base[["measured", "simulated"]], on=SERIES, rsuffix="_1")
+    ones = base[["measured", "simulated"]].rename(columns=lambda c: f"{c}_1")
+    more = rows[rows["gpus"] > 1].join(ones, on=SERIES)
     more = more.dropna(subset=["measured_1"]).copy()
     more["metric"] = SPEEDUP
     more["measured"] = more["measured"] / more["measured_1"]
@@ -249,3 +258,73 @@ def validation_figure(table):
     ax.set_title(f"asgdsim against {len(done)} published measurements")
     ax.legend(fontsize=7, loc="upper left")
     return fig
+
+
+# --- the golden medians and the README's table --------------------------------
+#: where the medians the regression test holds are kept (regenerated on purpose)
+GOLDEN = "scenarios/expected/validation.json"
+README_START = "<!-- validation table: python -m asgdsim.validation --readme -->"
+README_END = "<!-- end of validation table -->"
+#: the groupings the golden file and the README keep, per metric
+GROUPINGS = (None, "held_out", "system", "gpu", "algorithm", "precision", "source")
+
+
+def summary(table) -> dict:
+    """Per metric and grouping, each group's rows and median absolute error
+    (rounded to 0.1 %: finer is noise from one platform's arithmetic to another's)."""
+    out = {}
+    for metric in (THROUGHPUT, SPEEDUP):
+        out[metric] = {}
+        for by in GROUPINGS:
+            m = medians(table, by, metric)
+            out[metric][by or "all"] = {str(k): {"rows": int(r["rows"]),
+                                                 "median_abs_err": round(float(r["median_abs_err"]), 3)}
+                                        for k, r in m.iterrows()}
+    return out
+
+
+def readme_table(golden: dict) -> str:
+    """Markdown: the medians per system, overall and over the held-out rows."""
+    t, s = golden[THROUGHPUT], golden[SPEEDUP]
+    lines = ["| rows | throughput: rows | median abs. error | speed-up over 1 GPU: rows "
+             "| median abs. error |", "|---|---:|---:|---:|---:|"]
+
+    def line(label: str, a: dict | None, b: dict | None) -> str:
+        cell = lambda x: ("", "") if x is None else (str(x["rows"]), f"{100 * x['median_abs_err']:.1f} %")  # noqa: E731
+        return f"| {label} | {' | '.join(cell(a))} | {' | '.join(cell(b))} |"
+    lines.append(line("**all**", t["all"]["all"], s["all"].get("all")))
+    for key, label in (("no", "used in development"), ("yes", "**held out**")):
+        lines.append(line(label, t["held_out"].get(key), s["held_out"].get(key)))
+    for by in ("system", "gpu", "algorithm", "precision", "source"):
+        for name in t[by]:
+            lines.append(line(f"{by}: {name}", t[by][name], s[by].get(name)))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m asgdsim.validation",
+                                     description="regenerate the validation's golden medians")
+    parser.add_argument("--update", action="store_true", help=f"rewrite {GOLDEN}")
+    parser.add_argument("--readme", action="store_true",
+                        help="rewrite README's validation table from the golden file")
+    args = parser.parse_args(argv)
+    if args.update:
+        Path(GOLDEN).write_text(json.dumps(summary(validate()), indent=1) + "\n")
+        print(f"wrote {GOLDEN}")
+    if args.readme:
+        readme = Path("README.md")
+        head, rest = readme.read_text().split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        golden = json.loads(Path(GOLDEN).read_text())
+        readme.write_text(f"{head}{README_START}\n{readme_table(golden)}\n{README_END}{tail}")
+        print(f"rewrote the validation table in {readme}")
+    if not (args.update or args.readme):
+        parser.print_help()
+
+
+if __name__ == "__main__":
+    main()

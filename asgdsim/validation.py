@@ -286,7 +286,7 @@ def summary(table) -> dict:
 def readme_table(golden: dict) -> str:
     """Markdown: the medians per system, overall and over the held-out rows."""
     t, s = golden[THROUGHPUT], golden[SPEEDUP]
-    lines = ["| rows | throughput: rows | median abs. error | speed-up over 1 GPU: rows "
+    lines = ["| group | throughput: rows | median abs. error | speed-up over 1 GPU: rows "
              "| median abs. error |", "|---|---:|---:|---:|---:|"]
 
     def line(label: str, a: dict | None, b: dict | None) -> str:

@@ -153,3 +153,19 @@ def test_a_collective_hidden_behind_the_backward_pass():
     exposed = costs_of(make(**base)).collective_s
     hidden = costs_of(make(**{**base, "algorithm": {**base["algorithm"], "overlap": "backward"}})).collective_s
     assert 0 < hidden < exposed
+
+
+def test_the_readme_quotes_the_golden_medians():
+    from asgdsim.validation import README_END, README_START, readme_table
+
+    golden = json.loads((ROOT / GOLDEN).read_text())
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    assert table == readme_table(golden)
+    prose = readme.split(README_END, 1)[1].split("\n## ", 1)[0]
+    t, s = golden[THROUGHPUT], golden[SPEEDUP]
+    for figure in (s["all"]["all"], s["held_out"]["yes"], t["all"]["all"], t["held_out"]["yes"]):
+        assert f"{100 * figure['median_abs_err']:.1f} %" in prose
+    held = [m for m in ROWS if m.held_out]
+    assert f"{sum(m.model == 'inception3' for m in held)} of its {len(held)} rows are Inception v3, " \
+           f"{sum(m.model == 'inception3' and m.gpu == 'K80' for m in held)} of them on" in " ".join(prose.split())

@@ -166,6 +166,8 @@ def test_the_readme_quotes_the_golden_medians():
     t, s = golden[THROUGHPUT], golden[SPEEDUP]
     for figure in (s["all"]["all"], s["held_out"]["yes"], t["all"]["all"], t["held_out"]["yes"]):
         assert f"{100 * figure['median_abs_err']:.1f} %" in prose
+    fitted = fitted_rows()
+    assert f"`in_fit` marks those {sum(in_fit(m, fitted) for m in ROWS)} rows" in " ".join(readme.split())
     held = [m for m in ROWS if m.held_out]
     assert f"{sum(m.model == 'inception3' for m in held)} of its {len(held)} rows are Inception v3, " \
            f"{sum(m.model == 'inception3' and m.gpu == 'K80' for m in held)} of them on" in " ".join(prose.split())

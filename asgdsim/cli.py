@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import budget, catalog
 from .errors import OutputExists, ScenarioError, UsageError
 from .names import component_name
+from .precision import PRECISIONS
 
 if TYPE_CHECKING:
     from .analytic import Prediction
@@ -454,10 +455,11 @@ def cmd_timing(args: argparse.Namespace) -> int:
         model = catalog_model(args.model)
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
-    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch)
+    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch, args.precision)
     how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
            else "the calibrated roofline")
-    print(f"{gpu.name}, {model.name}, batch {args.batch} ({how}): forward + backward per layer, ms")
+    print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision} ({how}): "
+          "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
     for t in layers:
         print(f"  {t.layer:<22}{t.op:<9}{1e3 * t.forward_s:>10.3f}{1e3 * t.backward_s:>10.3f}"
@@ -669,6 +671,9 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("--compute", choices=("table", "roofline"), default="table",
                         help="table: measured kernels where they exist (default); roofline: "
                         "the calibrated roofline only")
+    timing.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="fp32 (default); tf32, fp16 or bf16 on the tensor cores where the GPU "
+                        "has them (see asgdsim/precision.py)")
     timing.set_defaults(func=cmd_timing)
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")

@@ -174,3 +174,9 @@ def test_the_readme_quotes_the_golden_medians():
     held = [m for m in ROWS if m.held_out]
     assert f"{sum(m.model == 'inception3' for m in held)} of its {len(held)} rows are Inception v3, " \
            f"{sum(m.model == 'inception3' and m.gpu == 'K80' for m in held)} of them on" in " ".join(prose.split())
+
+
+def test_timing_prices_a_precision(capsys):
+    assert main(["timing", "V100", "resnet50", "--batch", "64", "--precision", "fp16"]) == 0
+    text = capsys.readouterr().out
+    assert "batch 64, fp16" in text and "table at fp16" in text

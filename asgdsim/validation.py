@@ -125,9 +125,16 @@ def fitted_rows() -> set[tuple[str, str, int, str]]:
 
 
 def in_fit(m: Measurement, fitted: set[tuple[str, str, int, str]]) -> bool:
-    """Whether the row's figure is among those some part of the model is fitted on."""
+    """Whether the row's figure may be among those some part of the model is
+    fitted on: a one-GPU FP32 row whose GPU, model, batch and repository a
+    fitted step shares (whole_network.csv names a V100 32 GB by the V100
+    that prices it)."""
+    from . import catalog
+
+    gpu = catalog.lookup("gpus", m.gpu)
+    name = gpu.get("priced_as") or gpu["name"]
     return (m.gpus == 1 and m.precision == "fp32"
-            and (m.gpu, m.model, m.batch_per_gpu, m.reference.split("@")[0]) in fitted)
+            and (name, m.model, m.batch_per_gpu, m.reference.split("@")[0]) in fitted)
 
 
 def scenario_of(m: Measurement):

@@ -182,3 +182,14 @@ def test_timing_prices_a_precision(capsys):
     assert main(["timing", "V100", "resnet50", "--batch", "64", "--precision", "fp16"]) == 0
     text = capsys.readouterr().out
     assert "batch 64, fp16" in text and "table at fp16" in text
+
+
+def test_the_closed_form_stands_in_for_clusters_too_large_to_simulate(monkeypatch):
+    import asgdsim.validation as validation
+
+    row = next(m for m in ROWS if m.gpus == 64 and m.source == "tf-benchmarks")
+    simulated, method = validation.estimate(row)
+    monkeypatch.setattr(validation, "MAX_SIMULATED_LEARNERS", 4)
+    closed, stand_in = validation.estimate(row)
+    assert (method, stand_in) == ("simulated", "closed form")
+    assert closed == pytest.approx(simulated, rel=0.05)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import budget, catalog
 from .errors import OutputExists, ScenarioError, UsageError
 from .names import component_name
+from .precision import PRECISIONS
 
 if TYPE_CHECKING:
     from .analytic import Prediction
@@ -454,10 +455,11 @@ def cmd_timing(args: argparse.Namespace) -> int:
         model = catalog_model(args.model)
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
-    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch)
+    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch, args.precision)
     how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
            else "the calibrated roofline")
-    print(f"{gpu.name}, {model.name}, batch {args.batch} ({how}): forward + backward per layer, ms")
+    print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision} ({how}): "
+          "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
     for t in layers:
         print(f"  {t.layer:<22}{t.op:<9}{1e3 * t.forward_s:>10.3f}{1e3 * t.backward_s:>10.3f}"
@@ -590,6 +592,62 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.only is not None and not args.only.strip():
+        raise UsageError("--only: expected some text to look for in the rows, got nothing")
+    from .output import check_writable, interrupts_held
+
+    out = Path(args.out)
+    check_writable(out, args.overwrite)     # refuse before a minute of simulating
+    from .validation import validate
+
+    table = validate(args.only)
+    if table.empty:
+        raise UsageError(f"--only: no row of the table mentions {args.only!r} (it looks in the "
+                         "source, system, machine, GPU, model, precision, framework and setting)")
+    print(validation_text(table))
+    from .atomic import atomic_write
+    from .validation import validation_figure
+
+    with interrupts_held():
+        atomic_write(out / "validation.csv", lambda tmp: table.to_csv(tmp, index=False))
+        fig = validation_figure(table)
+        atomic_write(out / "validation.png", lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    print(f"wrote {out}/: validation.csv, validation.png")
+    return 0
+
+
+def validation_text(table) -> str:
+    """Every row's error, then the medians per system, GPU, algorithm and source."""
+    import pandas as pd
+
+    from .validation import SPEEDUP, THROUGHPUT, medians
+
+    rows = table[table["metric"] == THROUGHPUT]
+    lines = [f"{'system':<26}{'model':<11}{'batch':>6}{'GPUs':>5}{'nodes':>6}  {'algorithm':<10}"
+             f"{'prec.':<6}{'input':<6}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out"]
+    for r in rows.itertuples(index=False):
+        sim = "-" if pd.isna(r.simulated) else f"{r.simulated:.1f}"
+        err = r.method if pd.isna(r.rel_err) else f"{100 * r.rel_err:+.1f} %"
+        lines.append(f"{r.system[:25]:<26}{r.model:<11}{r.batch_per_gpu:>6}{r.gpus:>5}{r.nodes:>6}  "
+                     f"{r.algorithm:<10}{r.precision:<6}{r.data[:4]:<6}{r.measured:>10.1f}{sim:>11}"
+                     f"{err:>10}  {r.held_out}")
+    for metric, what in ((THROUGHPUT, "throughput (samples/s)"),
+                         (SPEEDUP, "speed-up over one GPU of the same table")):
+        if not (table["metric"] == metric).any():
+            continue
+        lines.append(f"\nmedian absolute error of the {what}:")
+        for by in (None, "held_out", "system", "gpu", "algorithm", "precision", "source"):
+            m = medians(table, by, metric)
+            for name, r in m.iterrows():
+                label = "all rows" if by is None else f"{by} {name}"
+                lines.append(f"  {label:<42}{int(r['rows']):>5} rows {100 * r['median_abs_err']:7.1f} %")
+    refused = int(rows["rel_err"].isna().sum())
+    if refused:
+        lines.append(f"\n{refused} rows not estimated (the 'method' column says why)")
+    return "\n".join(lines)
+
+
 def _bytes(text: str) -> float:
     """An argparse type: a positive amount of memory, "8 GB" or bytes."""
     from .units import UnitError, parse_quantity
@@ -702,6 +760,9 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("--compute", choices=("table", "roofline"), default="table",
                         help="table: measured kernels where they exist (default); roofline: "
                         "the calibrated roofline only")
+    timing.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="fp32 (default); tf32, fp16 or bf16 on the tensor cores where the GPU "
+                        "has them (see asgdsim/precision.py)")
     timing.set_defaults(func=cmd_timing)
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")
@@ -749,6 +810,20 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", help="folder for replay.csv and figures/replay.png (default RUN_DIR)")
     rep.add_argument("--overwrite", action="store_true", help="replace an earlier replay's files")
     rep.set_defaults(func=cmd_replay)
+
+    val = sub.add_parser("validate", help="simulate the published cluster measurements and "
+                         "compare", description="simulate every row of the shipped table of "
+                         "published multi-GPU training throughputs (asgdsim/catalog/"
+                         "cluster_measurements.csv, a source per row) and compare: the error per "
+                         "row, the median per system, GPU and algorithm, validation.csv and "
+                         "validation.png")
+    val.add_argument("--out", default="runs/validate", help="output folder (default runs/validate)")
+    val.add_argument("--only", metavar="TEXT",
+                     help="keep the rows that mention TEXT (case-insensitive), e.g. K80, "
+                     "resnet50, cscs, allreduce")
+    val.add_argument("--overwrite", action="store_true",
+                     help="replace validation.csv and validation.png in a folder that holds files")
+    val.set_defaults(func=cmd_validate)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

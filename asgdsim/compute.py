@@ -310,17 +310,23 @@ class KernelModel:
     def overheads(self) -> Overheads:
         return self._overheads if self._overheads is not None else framework_overheads()
 
-    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float:
-        return float(sum(t.forward_s + t.backward_s for t in self.breakdown(gpu, model, batch)))
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int,
+                  precision: str = "fp32") -> float:
+        return float(sum(t.forward_s + t.backward_s
+                         for t in self.breakdown(gpu, model, batch, precision)))
 
-    def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[LayerTime]:
+    def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int,
+                  precision: str = "fp32") -> list[LayerTime]:
         """Per layer, forward and backward seconds (each kernel at least the
         framework's launch interval), then the framework's cost per step."""
         o = self.overheads
         def floored(kernels: tuple[float, ...]) -> float:
             return float(sum(max(k, o.kernel_floor_s) for k in kernels))
+        kernels = self._kernels(gpu, model, batch)
+        if precision != "fp32":
+            kernels = _at_precision(kernels, model, gpu, batch, precision)
         layers = [LayerTime(k.layer, k.op, floored(k.forward), floored(k.backward), k.source)
-                  for k in self._kernels(gpu, model, batch)]
+                  for k in kernels]
         if o.step_s:
             layers.append(LayerTime("(per step)", "framework", o.step_s, 0.0,
                                     "fitted on whole networks"))
@@ -331,11 +337,12 @@ class KernelModel:
         return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
 
     def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
-        eff = efficiencies(gpu.architecture, gpu.name if self.use_tables else None, self.extra)
+        name = gpu.kernels_of
+        eff = efficiencies(gpu.architecture, name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
-        measured = _measured(gpu.name, self.extra) if self.use_tables \
-            and has_measurements(gpu.name, self.extra) else {}
+        measured = _measured(name, self.extra) if self.use_tables \
+            and has_measurements(name, self.extra) else {}
         return [self._layer(layer, i == 0, gpu, batch, eff, measured)
                 for i, layer in enumerate(model.graph)]
 
@@ -404,6 +411,34 @@ class KernelModel:
         fwd = _pass_time(flops, BYTES * model.parameters, fit, gpu)
         bwd = 2 * _pass_time(flops, BYTES * model.parameters, fit, gpu)
         return _Kernels(model.name, "model", (fwd,), (bwd,), "roofline (totals)")
+
+
+def _at_precision(kernels: list[_Kernels], model: ModelSpec, gpu: GpuSpec, n: int,
+                  precision: str) -> list[_Kernels]:
+    """The FP32 kernels priced at another precision (see :mod:`asgdsim.precision`):
+    matrix products at the precision's peak, no faster than their operands'
+    traffic at its width; memory-bound kernels by the width alone."""
+    from .precision import activation_bytes, matmul_peak
+
+    width = activation_bytes(precision) / BYTES
+    speedup = matmul_peak(gpu, precision) / gpu.peak_flops
+    if width == 1 and speedup == 1:
+        return kernels          # TF32 without TF32 tensor cores: FP32 throughout
+    bandwidth = gpu.memory_bandwidth * MEMORY_EFFICIENCY
+    layers = {layer.name: layer for layer in model.graph or ()}
+    out = []
+    for k in kernels:
+        layer = layers.get(k.layer)
+        if k.op in ("conv", "fc", "model"):
+            values = (n * (layer.in_values + layer.out_values) + layer.params) if layer else 0.0
+            floor = width * BYTES * values / bandwidth
+            scale = lambda t, floor=floor: max(t / speedup, floor)  # noqa: E731
+        else:
+            # traffic-bound: the launch stays, the bytes shrink with the width
+            scale = lambda t: LAUNCH_S + max(t - LAUNCH_S, 0.0) * width  # noqa: E731
+        out.append(_Kernels(k.layer, k.op, tuple(map(scale, k.forward)),
+                            tuple(map(scale, k.backward)), f"{k.source} at {precision}"))
+    return out
 
 
 def has_measurements(gpu: str, extra: str | None = None) -> bool:

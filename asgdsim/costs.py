@@ -41,7 +41,8 @@ BYTES_PER_INPUT_VALUE = 4
 class ComputeCost(Protocol):
     """Seconds of forward + backward for one sub-batch on one GPU."""
 
-    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> float: ...
+    def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int,
+                  precision: str = "fp32") -> float: ...
 
 
 #: timing.compute name -> cost implementation (see compute.py)
@@ -187,12 +188,12 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
     cluster, work = scenario.cluster, scenario.workload
     gpu, model, k = gpu or cluster.gpu, work.model, cluster.gpus_per_learner
     if k == 1:
-        return cost.step_time(gpu, model, work.sub_batch)
+        return cost.step_time(gpu, model, work.sub_batch, work.precision)
     inside = cluster.gpu_to_gpu
     if cluster.learner_split == "data":
-        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k))
+        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k), work.precision)
                 + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))
-    layers = cost.breakdown(gpu, model, work.sub_batch)
+    layers = cost.breakdown(gpu, model, work.sub_batch, work.precision)
     graph = [t for t in layers if t.op != "framework"]
     seconds = np.cumsum([t.forward_s + t.backward_s for t in graph])
     cuts = np.searchsorted(seconds, seconds[-1] * np.arange(1, k) / k)
@@ -216,6 +217,7 @@ def costs_of(scenario: Scenario) -> Costs:
                      group_computes=groups)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
+    real = work.input == "real"      # synthetic input is neither read nor copied
     # SPRINT's cycle; the other kinds have none and never read it
     allreduce = ALLREDUCE[getattr(scenario.algorithm, "allreduce", "ring")](
         cluster.node_network, weights, cluster.nodes)
@@ -231,8 +233,8 @@ def costs_of(scenario: Scenario) -> Costs:
         compute=compute,
         weights_bytes=weights,
         weights_to_gpu_s=transfer_time(host, weights),
-        batch_read_s=work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
-        batch_to_gpu_s=transfer_time(host, batch_input),
+        batch_read_s=real * work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
+        batch_to_gpu_s=real * transfer_time(host, batch_input),
         gradient_to_host_s=transfer_time(host, weights),
         accumulate_s=cpu_pass_time(weights, memory_bw, streams=3),   # read sum, g; write sum
         allreduce_s=allreduce,

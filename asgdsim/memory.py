@@ -64,7 +64,9 @@ class Footprint:
 
 
 def footprint(parameters: int, input_shape: tuple[int, ...], graph: list[Layer] | None,
-              sub_batch: int, capacity: float | None) -> Footprint:
+              sub_batch: int, capacity: float | None, activation_bytes: int = BYTES) -> Footprint:
+    """``activation_bytes``: the width activations are kept at (2 in mixed
+    precision, whose weights, gradients and momentum stay FP32)."""
     weights = 3 * BYTES * parameters
     if graph is None:
         return Footprint(weights, 0.0, 0.0, capacity)
@@ -72,5 +74,5 @@ def footprint(parameters: int, input_shape: tuple[int, ...], graph: list[Layer] 
                                                 for l in graph])
     in_flight = np.array([l.in_values + l.out_values for l in graph])
     peak = int(np.argmax(kept + in_flight))
-    return Footprint(weights, BYTES * sub_batch * float(kept[peak]),
-                     BYTES * sub_batch * float(in_flight[peak]), capacity)
+    return Footprint(weights, activation_bytes * sub_batch * float(kept[peak]),
+                     activation_bytes * sub_batch * float(in_flight[peak]), capacity)

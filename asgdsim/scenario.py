@@ -31,6 +31,7 @@ from .algorithms import Algorithm
 from .errors import ScenarioError
 from .groups import REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
+from .precision import Precision, activation_bytes
 from .specs import (Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
                     LinkSpec, ModelSpec, Seconds, SecondsOrZero, StepLawSpec, _from_catalog, _model,
                     _Spec, catalog_model)
@@ -45,6 +46,12 @@ class Workload(_Spec):
     sub_batch: Count
     # bytes of one stored training sample read from disk (ImageNet JPEG, ~110 kB)
     sample_bytes: Bytes = 110e3
+    #: real: each sub-batch is read from disk and copied to the GPU; synthetic:
+    #: the input already lives on the GPU (tf_cnn_benchmarks' synthetic data,
+    #: a tf.Variable on the device), so neither happens
+    input: Literal["real", "synthetic"] = "real"
+    #: fp32; tf32 (Ampere+ tensor cores); fp16 or bf16 mixed precision (see precision.py)
+    precision: Precision = "fp32"
 
     @field_serializer("model")
     def _catalog_models_by_name(self, model: ModelSpec) -> Any:
@@ -413,7 +420,8 @@ class Scenario(_Spec):
         k = cluster.gpus_per_learner
         per_gpu = -(-self.workload.sub_batch // k) if cluster.learner_split == "data" \
             else self.workload.sub_batch
-        need = footprint(model.parameters, model.input_shape, model.graph, per_gpu, gpu.memory)
+        need = footprint(model.parameters, model.input_shape, model.graph, per_gpu, gpu.memory,
+                         activation_bytes(self.workload.precision))
         if cluster.learner_split == "layers" and k > 1:
             need = Footprint(need.weights / k, need.activations / k, need.backward, need.capacity)
         return need

@@ -94,7 +94,15 @@ class GpuSpec(_Spec):
     memory_bandwidth: BytesPerSecond
     memory: Bytes | None = None
     host_link: Link
+    #: the GPU whose kernel tables and fits price this one: the same die and
+    #: clocks with more memory (V100 32 GB is a V100); none: its own name
+    priced_as: str | None = None
     source: str = "inline"
+
+    @property
+    def kernels_of(self) -> str:
+        """The name the kernel tables know this GPU's kernels under."""
+        return self.priced_as or self.name
 
 
 class VggFamily(_Spec):

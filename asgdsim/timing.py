@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from . import catalog
 from .costs import COMPUTE_COSTS
+from .precision import PRECISIONS
 from .specs import GpuSpec, ModelSpec, catalog_model
 
 __all__ = ["step_time"]
 
 
 def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
-              compute: str = "table") -> float:
-    """Seconds of forward + backward for one sub-batch on one GPU (no data loading)."""
+              compute: str = "table", precision: str = "fp32") -> float:
+    """Seconds of forward + backward for one sub-batch on one GPU (no data
+    loading), at ``precision``: fp32, tf32, fp16 or bf16 (see precision.py)."""
     if isinstance(gpu, str):
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
     if isinstance(model, str):
         model = catalog_model(model)
     if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
-    return COMPUTE_COSTS[compute].step_time(gpu, model, batch)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return COMPUTE_COSTS[compute].step_time(gpu, model, batch, precision)

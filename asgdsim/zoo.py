@@ -132,6 +132,50 @@ def _resnet(blocks: Sequence[int], bottleneck: bool) -> Callable[[], list[dict]]
     return build
 
 
+def _cbr(out: int, kernel, stride: int = 1, pad=0) -> list[dict]:
+    """A BasicConv2d of torchvision's Inception v3: convolution, batch norm, ReLU."""
+    return [{"conv": out, "kernel": kernel, "stride": stride, "pad": pad, "bias": False},
+            {"norm": "batch"}, RELU]
+
+
+def _avg_then(out: int) -> list[dict]:
+    return [{"pool": "avg", "kernel": 3, "stride": 1, "pad": 1}] + _cbr(out, 1)
+
+
+def inception_v3() -> list[dict]:
+    """torchvision Inception3 at 299x299 without its auxiliary head (the head
+    only trains, and tf_cnn_benchmarks' inception3 is timed without it)."""
+    def a(pool_features: int) -> dict:
+        return {"concat": [_cbr(64, 1), _cbr(48, 1) + _cbr(64, 5, pad=2),
+                           _cbr(64, 1) + _cbr(96, 3, pad=1) + _cbr(96, 3, pad=1),
+                           _avg_then(pool_features)]}
+
+    def c(c7: int) -> dict:
+        return {"concat": [
+            _cbr(192, 1),
+            _cbr(c7, 1) + _cbr(c7, (1, 7), pad=(0, 3)) + _cbr(192, (7, 1), pad=(3, 0)),
+            _cbr(c7, 1) + _cbr(c7, (7, 1), pad=(3, 0)) + _cbr(c7, (1, 7), pad=(0, 3))
+            + _cbr(c7, (7, 1), pad=(3, 0)) + _cbr(192, (1, 7), pad=(0, 3)),
+            _avg_then(192)]}
+
+    def split() -> dict:
+        return {"concat": [_cbr(384, (1, 3), pad=(0, 1)), _cbr(384, (3, 1), pad=(1, 0))]}
+
+    def e() -> dict:
+        return {"concat": [_cbr(320, 1), _cbr(384, 1) + [split()],
+                           _cbr(448, 1) + _cbr(384, 3, pad=1) + [split()], _avg_then(192)]}
+
+    max3 = {"pool": "max", "kernel": 3, "stride": 2}
+    b = {"concat": [_cbr(384, 3, 2), _cbr(64, 1) + _cbr(96, 3, pad=1) + _cbr(96, 3, 2), [max3]]}
+    d = {"concat": [_cbr(192, 1) + _cbr(320, 3, 2),
+                    _cbr(192, 1) + _cbr(192, (1, 7), pad=(0, 3)) + _cbr(192, (7, 1), pad=(3, 0))
+                    + _cbr(192, 3, 2), [max3]]}
+    return (_cbr(32, 3, 2) + _cbr(32, 3) + _cbr(64, 3, pad=1) + [max3] + _cbr(80, 1)
+            + _cbr(192, 3) + [max3, a(32), a(64), a(64), b, c(128), c(160), c(160), c(192), d,
+                              e(), e(), {"pool": "avg", "global": True}, {"dropout": 0.5},
+                              {"fc": 1000}])
+
+
 #: catalog model name -> builder of its layer description
 BUILDERS: dict[str, Callable[[], list[dict]]] = {
     "alexnet": alexnet,
@@ -141,6 +185,7 @@ BUILDERS: dict[str, Callable[[], list[dict]]] = {
     "vgg16": _vgg((2, 2, 3, 3, 3)),
     "vgg19": _vgg((2, 2, 4, 4, 4)),
     "googlenet": googlenet,
+    "inception3": inception_v3,
     "resnet18": _resnet((2, 2, 2, 2), bottleneck=False),
     "resnet34": _resnet((3, 4, 6, 3), bottleneck=False),
     "resnet50": _resnet((3, 4, 6, 3), bottleneck=True),

@@ -16,9 +16,10 @@ PUBLISHED_PARAMETERS = {  # torchvision model pages; CaffeNet and OverFeat from 
     "googlenet": 6_624_904, "vgg11": 132_863_336, "vgg19": 143_667_240,
     "resnet18": 11_689_512, "resnet34": 21_797_672, "resnet101": 44_549_160,
     "resnet152": 60_192_808, "caffenet": 60_965_224, "overfeat": 145_920_872,
+    "inception3": 23_834_568,  # torchvision's 27,161,264 less the auxiliary head
 }
 PUBLISHED_GMACS = {"alexnet": 0.714, "vgg16": 15.47, "resnet50": 4.09, "googlenet": 1.5,
-                   "vgg11": 7.61, "vgg19": 19.63}
+                   "vgg11": 7.61, "vgg19": 19.63, "inception3": 5.71}
 
 
 def test_every_catalog_model_has_a_builder():

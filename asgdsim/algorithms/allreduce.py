@@ -20,8 +20,10 @@ class Spec(_Spec):
     #: ring or tree over all learners (the slowest link sets the pace), or
     #: hierarchical: inside each node over its GPU link, then across nodes
     collective: Literal["ring", "tree", "hierarchical"] = "hierarchical"
-    #: the fraction of the collective hidden behind the backward pass
-    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 0.0
+    #: the fraction of the collective hidden behind the backward pass, or
+    #: backward: as much of it as the backward pass lasts (Horovod's tensor
+    #: fusion and DDP's buckets sum each gradient while the rest are computed)
+    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Literal["backward"] = 0.0
 
 
 def loop(scenario, c) -> Loop:
@@ -56,7 +58,29 @@ def aggregate_s(scenario, weights: float) -> float:
 
     algorithm, cluster = scenario.algorithm, scenario.cluster
     collective = collective_time(cluster, weights, algorithm.collective)
-    return (1 - algorithm.overlap) * collective + gpu_pass_time(weights, cluster.gpu, streams=5)
+    if algorithm.overlap == "backward":
+        exposed = max(0.0, collective - backward_s(scenario))
+    else:
+        exposed = (1 - algorithm.overlap) * collective
+    return exposed + gpu_pass_time(weights, cluster.gpu, streams=5)
+
+
+def backward_s(scenario) -> float:
+    """Seconds of one GPU's backward pass, by the cost model's layers; for a
+    compute law, two thirds of its mean (a backward pass computes the
+    gradients of the data and of the weights, each about the forward's work)."""
+    from ..costs import COMPUTE_COSTS, KernelModel
+    from ..distributions import law_from_spec
+
+    work, timing, cluster = scenario.workload, scenario.timing, scenario.cluster
+    if not isinstance(timing.compute, str):
+        return 2 / 3 * law_from_spec(timing.compute).mean
+    cost = COMPUTE_COSTS[timing.compute]
+    if timing.kernel_table is not None and timing.compute == "table":
+        cost = KernelModel(use_tables=True, extra=timing.kernel_table)
+    per_gpu = -(-work.sub_batch // cluster.gpus_per_learner)
+    layers = cost.breakdown(cluster.gpu, work.model, per_gpu, work.precision)
+    return sum(t.backward_s for t in layers)
 
 
 def _collective(env, weights, recorder, costs, learners):

@@ -201,11 +201,10 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
     groups = scenario.cluster.groups
     if not groups:
         return ()
-    per_node, out, first = scenario.cluster.learners_per_node, [], 0
+    out, first = [], 0
     rates = np.array([1.0 / law.mean for law in laws])
     total = rates.sum()
-    for group in groups:
-        n = group.nodes * per_node
+    for group, n in zip(groups, scenario.cluster.group_learners):
         mine = slice(first, first + n)
         first += n
         figures = {"learners": n, "gpu": group.gpu.name, "mean_step_s": None,

@@ -38,9 +38,19 @@ def collective_time(cluster, weights: float, collective: str) -> float:
     other), inside each node over its GPUs' link (NVLink, else their host
     links), then across nodes. Both links as a GPU collective sees them:
     the achieved rates and step latencies fitted to NCCL measurements
-    (catalog/nccl_allreduce.csv)."""
+    (catalog/nccl_allreduce.csv). A mixed cluster's collective goes at its
+    slowest member's pace: the slowest node's inside, the slowest network."""
     from ..costs import ALLREDUCE, hierarchical_allreduce_time
 
+    if cluster.mixed_shapes:
+        parts = [cluster.group_cluster(i) for i in range(len(cluster.groups))]
+        across = min((p.collective_network for p in parts), key=lambda link: link.bandwidth)
+        if collective == "hierarchical":
+            return max(hierarchical_allreduce_time(p.collective_gpu_link, across, weights,
+                                                   p.gpus_per_node, cluster.nodes) for p in parts)
+        links = [p.collective_gpu_link for p in parts] + [across] * (cluster.nodes > 1)
+        return ALLREDUCE[collective](min(links, key=lambda link: link.bandwidth), weights,
+                                     cluster.learners)
     inside, across = cluster.collective_gpu_link, cluster.collective_network
     if collective == "hierarchical":
         return hierarchical_allreduce_time(inside, across, weights,
@@ -51,12 +61,19 @@ def collective_time(cluster, weights: float, collective: str) -> float:
 
 def aggregate_s(scenario, weights: float) -> float:
     """After the slowest learner: the collective's exposed part, then every
-    GPU's momentum update of its copy (read w, g, m; write m, w)."""
+    GPU's momentum update of its copy (read w, g, m; write m, w): the round
+    waits for the slowest GPU's."""
     from ..compute import gpu_pass_time
 
     algorithm, cluster = scenario.algorithm, scenario.cluster
     collective = collective_time(cluster, weights, algorithm.collective)
-    return (1 - algorithm.overlap) * collective + gpu_pass_time(weights, cluster.gpu, streams=5)
+    return (1 - algorithm.overlap) * collective + max(
+        gpu_pass_time(weights, gpu, streams=5) for gpu in gpus(cluster))
+
+
+def gpus(cluster) -> list:
+    """The cluster's GPUs, one of each group (one without groups)."""
+    return [g.gpu for g in cluster.groups] if cluster.groups else [cluster.gpu]
 
 
 def _collective(env, weights, recorder, costs, learners):

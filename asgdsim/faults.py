@@ -70,9 +70,16 @@ def with_learner_laws(scenario, costs, whole):
     from .analytic import OUTSIDE, _ideal
     from .costs import learner_laws
 
+    from .shapes import COMPOSED, with_groups
+
     laws = learner_laws(scenario, costs)
     kind, alike = scenario.algorithm.kind, all(law == laws[0] for law in laws)
     exact = _ideal(scenario) and kind in ("sync", "async")
+    if (scenario.cluster.groups is not None and kind in COMPOSED and not exact
+            and scenario.faults.slow_learners is None
+            and (not alike or scenario.cluster.mixed_shapes)):
+        # each group's stations its own, put together as the kind says (shapes.py)
+        return with_groups(scenario, costs, whole)
     if alike or not exact:
         out = dict(whole.laws)
         if not alike:

@@ -305,6 +305,8 @@ def loops_of(scenario: Scenario, costs: Costs) -> tuple[Loop, ...]:
     from .groups import group_scenario
 
     if not costs.group_costs:
-        return (loop_of(scenario, costs),)
+        # groups whose links take no time (ideal communication): one loop for all
+        blocks = len(scenario.cluster.groups) if scenario.cluster.mixed_shapes else 1
+        return (loop_of(scenario, costs),) * blocks
     loop = KINDS[scenario.algorithm.kind].loop
     return tuple(loop(group_scenario(scenario, i), c) for i, c in enumerate(costs.group_costs))

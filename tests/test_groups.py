@@ -258,3 +258,136 @@ def test_a_group_whose_gpu_is_too_small_is_refused():
                                  {"nodes": 1, "gpu": "K20X"}],
                       "network": "ib-fdr", "host_link": "pcie3-x16"},
              workload={"model": "vgg16", "dataset_samples": 1000, "sub_batch": 256})
+
+
+# -- groups whose nodes differ in shape --------------------------------------
+
+def _link(name: str, seconds_per_weights: float, weights_bytes: float) -> dict:
+    """An inline link that carries the model's weights in exactly that long."""
+    return {"name": name, "bandwidth": weights_bytes / seconds_per_weights, "latency": 0}
+
+
+def test_sync_timeline_of_mixed_shapes_is_exact():
+    # alexnet's weights cross group 0's network in 0.5 s and group 1's in 1 s;
+    # host links, disks and memory so fast they take no time. Group 1's node
+    # holds two GPUs behind one port. Round 1: 1 s of compute, then the
+    # three pushes one after another through the server's port (0.5 + 1 +
+    # 1 s): 3.5 s. Later rounds: the replies leave the server's port one
+    # after another (learner 0's done 0.5 s in, 1's at 1.5 s, 2's at 2.5 s),
+    # each learner computes 1 s, and its push follows the one before it:
+    # learner 0's at 1.5 to 2, 1's at 2.5 to 3.5, 2's at 3.5 to 4.5 s
+    from asgdsim.scenario import catalog_model
+
+    weights = 4 * catalog_model("alexnet").parameters
+    fast = {"name": "instant", "bandwidth": 1e30, "latency": 0}
+    gpu = {"name": "G", "peak_flops": 1e13, "memory_bandwidth": 1e11, "host_link": fast}
+    sc = make(cluster={"groups": [
+        {"nodes": 1, "gpus_per_node": 1, "gpu": gpu, "network": _link("n0", 0.5, weights)},
+        {"nodes": 1, "gpus_per_node": 2, "gpu": gpu, "network": _link("n1", 1.0, weights)}],
+        "host_memory_bandwidth": 1e30, "disk_bandwidth": 1e30},
+        algorithm={"kind": "sync"}, timing={"compute": law("deterministic", 1.0),
+                                            "communication": "modelled"},
+        stop__updates=3)
+    assert sc.cluster.mixed_shapes and sc.cluster.learners == 3
+    res = simulate(sc)
+    assert list(res.updates["t"]) == pytest.approx([3.5, 8.0, 12.5], abs=1e-9)
+    assert list(res.gradients["group"]) == [0, 1, 1] * 3
+    assert list(res.gradients["node"]) == [0, 1, 1] * 3
+    # the closed form walks the same loops on the same topology
+    assert predict(sc).t_update_s == pytest.approx(4.5, rel=1e-9)
+
+
+def test_a_single_group_is_the_plain_cluster():
+    # one group of a machine's nodes, with its own law: the plain cluster,
+    # bit for bit, in the simulator and the closed form, every kind of cost
+    for kind in ("sprint", "async", "allreduce"):
+        grouped = make(cluster={"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl",
+                                            "compute": law("exponential", 0.3)}]},
+                       workload={"model": "resnet18", "dataset_samples": 10_000,
+                                 "sub_batch": 32},
+                       algorithm={"kind": kind}, timing={"compute": law("exponential", 0.3),
+                                                         "communication": "modelled"},
+                       stop__gradients=600)
+        plain = make(cluster={"nodes": 2, "machine": "tsubame-kfc-dl"},
+                     workload={"model": "resnet18", "dataset_samples": 10_000, "sub_batch": 32},
+                     algorithm={"kind": kind}, timing={"compute": law("exponential", 0.3),
+                                                       "communication": "modelled"},
+                     stop__gradients=600)
+        a, b = simulate(grouped, seed=4), simulate(plain, seed=4)
+        assert a.gradients.drop(columns="group").equals(b.gradients), kind
+        assert a.updates.equals(b.updates), kind
+        assert predict(grouped).epoch_time_s == predict(plain).epoch_time_s, kind
+
+
+def test_first_group_of_a_mixed_shape_cluster_runs_as_its_plain_cluster():
+    # SPRINT's nodes never wait for each other's GPUs: with a fixed cycle,
+    # the K80 group's GPUs in a cluster that also has a 4-P100 group step
+    # exactly as in the K80 nodes alone (same streams, same links)
+    def scenario(groups):
+        return make(cluster={"groups": groups},
+                    workload={"model": "resnet18", "dataset_samples": 10_000, "sub_batch": 32},
+                    algorithm={"kind": "sprint"},
+                    timing={"compute": law("exponential", 0.3), "communication": "modelled",
+                            "update_interval": "50 ms"},
+                    stop__time=3.0)
+    k80 = {"nodes": 2, "machine": "tsubame-kfc-dl"}
+    mixed = simulate(scenario([k80, {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}])).gradients
+    alone = simulate(scenario([k80])).gradients
+    columns = ["learner", "node", "t_start", "t_end", "samples"]
+    mine = mixed[mixed["group"] == 0][columns].sort_values(["t_end", "learner"])
+    assert mine.reset_index(drop=True).equals(
+        alone[columns].sort_values(["t_end", "learner"]).reset_index(drop=True))
+
+
+def test_async_staleness_is_geometric_per_learner_with_different_shapes():
+    # ideal links: only the learner counts of the shapes matter. One node of
+    # 8 at rate 1 and two nodes of 2 at rate 1/4: R = 9; a rate-1 learner's
+    # staleness is geometric with p = 1/9, a rate-1/4 one's with p = 1/36
+    from conftest import check_pmf
+    from asgdsim.pmf import Pmf
+
+    n = 150_000
+    sc = make(cluster={"groups": [
+        {"nodes": 1, "gpus_per_node": 8, "gpu": "K80", "compute": law("exponential", 1.0)},
+        {"nodes": 2, "gpus_per_node": 2, "gpu": "P100", "compute": law("exponential", 4.0)}],
+        "network": "ib-fdr"}, stop__gradients=n)
+    assert sc.cluster.mixed_shapes and sc.cluster.group_learners == (8, 4)
+    res, pred = simulate(sc), predict(sc)
+    g = res.gradients.iloc[2000:]
+    for group, p in ((0, 1 / 9), (1, 1 / 36)):
+        own = g[g["group"] == group]["staleness"].to_numpy()
+        check_pmf(own, Pmf.from_probs(0, p * (1 - p) ** np.arange(int(40 / p))))
+        assert pred.groups[group]["staleness_mean"] == pytest.approx(1 / p - 1)
+    assert "exact" in pred.laws["staleness"]
+    assert res.updates["t"].iloc[-1] == pytest.approx(n / 9.0, rel=Z / math.sqrt(n))
+
+
+AGREEMENT = {
+    "async": {"kind": "async"}, "sync": {"kind": "sync"}, "allreduce": {"kind": "allreduce"},
+    "local-sgd": {"kind": "local-sgd", "period": 4}, "sprint": {"kind": "sprint"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGREEMENT))
+@pytest.mark.parametrize("p100_law", [None, law("exponential", "150 ms")], ids=["table", "exp"])
+def test_closed_form_agrees_on_mixed_shapes(name, p100_law):
+    # the contract's example at a smaller scale: KFC nodes of 8 K80s and a
+    # node of 4 P100s (its own GPUs per node), links modelled; the agreement
+    # suite's bounds (5 % epoch and mini-batch, 10 % staleness, widened by
+    # three standard errors of the simulated figure)
+    from asgdsim.agreement import check
+
+    p100 = {"nodes": 1, "gpus_per_node": 4, "gpu": "P100",
+            **({"compute": p100_law} if p100_law else {})}
+    data = {"name": f"mixed-{name}", "seed": 2,
+            "workload": {"model": "resnet18", "dataset_samples": 1_281_167, "sub_batch": 192},
+            # a disk fast enough that GPUs in phase do not queue for it (the
+            # uniform closed form's own limit), the server's port under a third busy
+            "cluster": {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"}, p100],
+                        "disk_bandwidth": "40 GB/s"},
+            "algorithm": AGREEMENT[name], "timing": {"communication": "modelled"},
+            "stop": {"gradients": 4000}}
+    row = check(data)
+    assert not row["outside"], row
+    assert row["agrees"], {k: v for k, v in row.items() if k.endswith(("_sim", "_closed", "_err",
+                                                                        "_bound"))}

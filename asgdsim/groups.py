@@ -170,7 +170,8 @@ def fold_groups(data: dict) -> dict:
                 group[key] = link
             elif key in fallback:
                 group[key] = fallback[key]
-    if "network" not in data and not any("network" in g for g in groups):
+    # (a group whose machine is unknown has its own error to tell)
+    if "network" not in data and not any("network" in g or "machine" in g for g in groups):
         raise KeyedError("cluster.network",
                          "required key is missing: no group names a machine or a network; give "
                          "the network at the top of cluster (every node's) or in each group")

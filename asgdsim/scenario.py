@@ -520,14 +520,23 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     for dotted, value in overrides.items():
         keys = dotted.split(".")
         node = data
-        for depth, key in enumerate(keys[:-1]):
-            child = node.setdefault(key, {})
-            if not isinstance(child, dict):
+        for depth, key in enumerate(keys):
+            where = ".".join(keys[:depth])
+            if isinstance(node, list):
+                # a list's entry by its index: cluster.groups.1.nodes
+                if not (key.isdigit() and int(key) < len(node)):
+                    raise ScenarioError(source, [(dotted, f"cannot set: {where} has {len(node)} "
+                                                          f"entries, numbered from 0; got {key!r}")])
+                key = int(key)
+            if depth == len(keys) - 1:
+                node[key] = value
+                break
+            child = node[key] if isinstance(node, list) else node.setdefault(key, {})
+            if not isinstance(child, (dict, list)):
                 where = ".".join(keys[:depth + 1])
                 raise ScenarioError(source, [(dotted, f"cannot set: {where} is {child!r}, "
                                                       "not a mapping")])
             node = child
-        node[keys[-1]] = value
     return data
 
 

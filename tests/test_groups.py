@@ -391,3 +391,25 @@ def test_closed_form_agrees_on_mixed_shapes(name, p100_law):
     assert not row["outside"], row
     assert row["agrees"], {k: v for k, v in row.items() if k.endswith(("_sim", "_closed", "_err",
                                                                         "_bound"))}
+
+
+def test_a_groups_key_is_set_by_its_index_and_plan_refuses_groups(tmp_path, capsys):
+    # --set and --grid reach into the list of groups; plan's search has one
+    # count of nodes and one of GPUs per node, so it refuses a mixed cluster
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "mixed", "workload": {"model": "resnet18", "dataset_samples": 2000,
+                                      "sub_batch": 32},
+        "cluster": {"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"},
+                               {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}]},
+        "algorithm": {"kind": "async"}}))
+    sc = load_scenario(path, overrides={"cluster.groups.1.nodes": 3})
+    assert sc.cluster.group_learners == (8, 12) and sc.cluster.nodes == 4
+    assert main(["predict", str(path), "--set", "cluster.groups.2.nodes=1"]) == 2
+    assert "cluster.groups.2.nodes: cannot set: cluster.groups has 2 entries" in \
+        capsys.readouterr().err
+    assert main(["plan", str(path), "--target-minibatch", "256", "--out",
+                 str(tmp_path / "plan")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: cluster.groups: plan searches one count of nodes" in err
+    assert "a count per group" in err and not (tmp_path / "plan").exists()

@@ -255,6 +255,12 @@ def with_failures(scenario, costs, whole):
                      t_update_s=whole.t_update_s / available,
                      steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s * available)
     kind, total = scenario.algorithm.kind, scenario.cluster.learners
+    if spec.scope == "node" and scenario.cluster.mixed_shapes:
+        # nodes of different sizes: the units below are all of one size
+        laws.setdefault("assumptions", f"{OUTSIDE}: nodes of {len(scenario.cluster.groups)} "
+                        "shapes fail, and the closed form's failure units are alike; the "
+                        f"failure-free epoch time scaled by the share of time up ({available:.1%})")
+        return replace(scaled, laws=laws)
     per_unit = scenario.cluster.gpus_per_node if spec.scope == "node" else 1
     units = total // per_unit
     # the long run's share of time up needs many failures in the run

@@ -4,6 +4,7 @@ the groups' laws; async's rate shares and each group's staleness), every
 kind running with two groups, the summary and parquet keys, the shipped
 scenario's comment, and bad keys refused with exit 2."""
 
+import copy
 import json
 import math
 
@@ -118,15 +119,16 @@ def test_slow_learners_inside_groups():
     assert predict(sc).t_update_s == pytest.approx(exact, rel=1e-6)
 
 
+@pytest.mark.parametrize("p100_per_node", [4, 2], ids=["one shape", "two shapes"])
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_kind_runs_with_two_groups(name):
+def test_every_kind_runs_with_two_groups(name, p100_per_node):
     algorithm = {"sprint": {"kind": "sprint"}, "softsync": {"kind": "softsync", "n": 2},
                  "local-sgd": {"kind": "local-sgd", "period": 2},
                  "ssp": {"kind": "ssp", "staleness_bound": 1},
                  "downpour": {"kind": "downpour", "n_fetch": 2, "n_push": 3, "servers": 2}}.get(
         name, {"kind": name, **({"k": 3} if name.startswith("k-") else {})})
     sc = make(cluster={"groups": [{"nodes": 1, "gpus_per_node": 4, "gpu": "V100"},
-                                  {"nodes": 1, "gpu": "P100",
+                                  {"nodes": 1, "gpu": "P100", "gpus_per_node": p100_per_node,
                                    "compute": law("exponential", "80 ms")}],
                        "network": "ib-edr"},
               workload={"model": "resnet50", "dataset_samples": 20_000, "sub_batch": 32},
@@ -138,13 +140,14 @@ def test_every_kind_runs_with_two_groups(name):
     assert (g["staleness"] >= 0).all()
     assert set(g["group"]) == {0, 1} and (g["group"] == (g["learner"] >= 4)).all()
     groups = res.summary["groups"]
-    assert [(x["learners"], x["gpu"]) for x in groups] == [(4, "V100"), (4, "P100")]
+    assert [(x["learners"], x["gpu"]) for x in groups] == [(4, "V100"), (p100_per_node, "P100")]
+    assert sc.cluster.mixed_shapes == (p100_per_node != 4)
     assert sum(x["throughput_share"] for x in groups) == pytest.approx(1.0)
     analytic = res.summary["analytic"]
     assert np.isfinite(analytic["epoch_time_s"])
     if name in COMPOSED:
         # each group solved on its own stations and put together (shapes.py)
-        assert [g["learners"] for g in analytic["groups"]] == [4, 4]
+        assert [g["learners"] for g in analytic["groups"]] == [4, p100_per_node]
         assert sum(g["throughput_share"] for g in analytic["groups"]) == pytest.approx(1.0)
     else:
         assert "outside the closed form's assumptions" in analytic["laws"]["assumptions"]
@@ -413,3 +416,89 @@ def test_a_groups_key_is_set_by_its_index_and_plan_refuses_groups(tmp_path, caps
     err = capsys.readouterr().err
     assert f"{path}: cluster.groups: plan searches one count of nodes" in err
     assert "a count per group" in err and not (tmp_path / "plan").exists()
+
+
+GROUP_KEYS = ["nodes", "gpus_per_node", "gpu", "machine", "compute", "compute.mean", "host_link",
+              "network", "rails", "gpus_per_host_link", "disk_bandwidth",
+              "host_memory_bandwidth", "gpu_link", "gpu_nics", "no_such_key"]
+
+
+def test_mutated_groups_get_0_or_2(tmp_path_factory):
+    # the hostile property for groups: one to three keys of the shipped
+    # mixed-shape scenario's groups (or the cluster around them) changed to
+    # any value, and predict answers 0 or 2, quickly, never a traceback
+    import contextlib
+    import io
+    import time
+    from pathlib import Path
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from test_fuzz_scenarios import VALUES
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[1] / "scenarios"
+                           / "mixed-shapes-kfc-p100-sprint.yaml").read_text())
+    keys = st.one_of(st.tuples(st.sampled_from([0, 1, 2]), st.sampled_from(GROUP_KEYS)),
+                     st.sampled_from(["groups", "network", "gpus_per_learner", "nodes"]))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck),
+              database=None)
+    @given(changes=st.lists(st.tuples(keys, VALUES), min_size=1, max_size=3))
+    def mutated(changes):
+        data = copy.deepcopy(base)
+        data["stop"] = {"gradients": 500}
+        cluster = data["cluster"]
+        for key, value in changes:
+            if isinstance(key, str):
+                cluster[key] = value
+                continue
+            index, name = key
+            groups = cluster.get("groups")
+            if not isinstance(groups, list) or index >= len(groups) \
+                    or not isinstance(groups[index], dict):
+                continue
+            node, *path = [groups[index], *name.split(".")]
+            for part in path[:-1]:
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
+            node[path[-1]] = value
+        path = tmp_path_factory.mktemp("groups") / "mutated.yaml"
+        path.write_text(yaml.safe_dump(data, allow_unicode=True))
+        err = io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            status = main(["predict", str(path)])
+        assert status in (0, 2), f"exit {status}: {err.getvalue()}\n{path.read_text()}"
+        assert "Traceback" not in err.getvalue()
+        assert time.perf_counter() - started < 5, path.read_text()
+
+    mutated()
+
+
+def test_a_node_of_each_shape_fails_with_all_its_learners():
+    # node failures take a node's learners down together: 8 on a KFC node, 2
+    # on a node of the second group; nothing of the failed node runs meanwhile
+    sc = make(cluster={"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"},
+                                  {"nodes": 2, "gpus_per_node": 2, "gpu": "P100"}]},
+              workload={"model": "resnet18", "dataset_samples": 100_000, "sub_batch": 32},
+              algorithm={"kind": "sprint"},
+              timing={"compute": law("exponential", 0.2), "communication": "modelled"},
+              faults={"failures": {"mtbf": "20 s", "repair": "2 s", "scope": "node"}},
+              stop__time=60.0)
+    res = simulate(sc)
+    outages = res.outages
+    assert res.summary["faults"]["failures"] > 0 and len(outages)
+    node_of = dict(zip(res.gradients["learner"], res.gradients["node"]))
+    sizes = {0: 8, 1: 2, 2: 2}
+    by_node = outages.assign(node=outages["learner"].map(node_of)).groupby(["node", "down_s"])
+    assert {node for node, _ in by_node.groups} == {0, 1, 2}
+    for (node, _), rows in by_node:
+        assert len(rows) == sizes[node]
+    # no gradient of a learner is computed while its node is down
+    g = res.gradients
+    for learner, down, up in outages.itertuples(index=False):
+        mine = g[g["learner"] == learner]
+        assert not ((mine["t_start"] < (up if up == up else math.inf)) & (mine["t_end"] > down)).any()
+    assert "shapes fail" in predict(sc).outside_assumptions

@@ -22,7 +22,9 @@ says how:
   group's law by SPRINT's closed form on its own nodes, mixed by the
   groups' gradient rates; the gradients of a cycle are the groups' summed
   (moments added), the epoch time that of the rates summed and the groups'
-  start-up lags averaged by rate.
+  start-up lags averaged by rate. That takes the GPUs at random phases: a
+  group whose steps' noise does not spread its GPUs over a cycle within
+  the run delivers in bursts, and the prediction says it is outside.
 - Rounds (``sync``, ``allreduce``, ``local-sgd``) walk every learner's own
   loop on the whole topology (:func:`asgdsim.analytic.predict_rounds`); here
   they only get their labels and group figures.
@@ -201,7 +203,7 @@ def _server_busy(sc, costs, rates: list[float]) -> str | None:
 
 def _sprint(sc, costs, whole):
     """Each group's SPRINT on its own nodes at the cluster's cycle, put together."""
-    from .analytic import Run, _count_law, _mixture, _pipelined_staleness, predict_sprint
+    from .analytic import OUTSIDE, Run, _count_law, _mixture, _pipelined_staleness, predict_sprint
 
     parts = _parts(sc, costs, predict_sprint)
     run = Run.of(sc)
@@ -247,6 +249,15 @@ def _sprint(sc, costs, whole):
                          "whole step X at the cluster's cycle T, cycles empty as often as the "
                          "summed rate leaves them (Poisson), mixed by the groups' rates",
             **_first_outside(parts)}
+    # a group whose GPUs keep in phase delivers in bursts, not at random
+    # phases: its steps' noise must spread them over a cycle within the run
+    for i, (law, learners, share) in enumerate(zip(steps, sc.cluster.group_learners, shares)):
+        spread = law.std * math.sqrt(max(gradients * share / learners, 1.0))
+        if spread < T and "assumptions" not in laws:
+            laws["assumptions"] = (
+                f"{OUTSIDE}: group {i}'s GPUs keep in phase (their steps' noise spreads them "
+                f"by {spread:.3g} s over the run, less than a cycle of {T:.3g} s), and the "
+                "groups are put together at random phases")
     figures = tuple(
         {"learners": learners, "gpu": group.gpu.name, "mean_step_s": float(p.t_gpu_s),
          "throughput_share": float(w), "staleness_mean": float(law.mean)}

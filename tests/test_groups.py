@@ -502,3 +502,19 @@ def test_a_node_of_each_shape_fails_with_all_its_learners():
         mine = g[g["learner"] == learner]
         assert not ((mine["t_start"] < (up if up == up else math.inf)) & (mine["t_end"] > down)).any()
     assert "shapes fail" in predict(sc).outside_assumptions
+
+
+def test_sprint_groups_in_phase_are_outside_the_put_together_form():
+    # identical fixed steps keep a group's GPUs in phase: they deliver in
+    # bursts, which groups put together at random phases do not describe
+    def scenario(jitter):
+        return make(cluster={"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"},
+                                        {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}],
+                             "disk_bandwidth": "40 GB/s"},
+                    workload={"model": "resnet18", "dataset_samples": 1_281_167,
+                              "sub_batch": 192},
+                    algorithm={"kind": "sprint"},
+                    timing={"compute": "table", "communication": "modelled", "jitter": jitter},
+                    stop__gradients=4000)
+    assert "group 0's GPUs keep in phase" in predict(scenario("none")).outside_assumptions
+    assert predict(scenario({"distribution": "lognormal", "cv": 0.05})).outside_assumptions is None

@@ -14,8 +14,9 @@ says how:
   (its step, its stages and their queueing); gradients arrive at the sum
   R of the rates, and a learner's gradient sees the others' R - r_i per
   unit of its own cycle (mean R c_i - 1), their renewal counts' variance
-  around it. The server's queue is each group's alone: past a third busy
-  with every group's messages the prediction says it is outside.
+  around it. The server's queue is each group's alone; a saturated server
+  adds one wait to every cycle (FIFO: one queue for all), and between 60 %
+  busy and saturation the prediction says it is outside.
 - ``sprint``: a node's update thread serves its own GPUs and the cycle is
   the cluster's (the Allreduce of every node, the slowest node's update),
   so a GPU's staleness depends on its own steps and that cycle only: each
@@ -45,8 +46,10 @@ __all__ = ["COMPOSED", "with_groups"]
 
 #: kinds whose mixed clusters this module puts together
 COMPOSED = ("async", "sprint", "sync", "allreduce", "local-sgd")
-#: the server's busy share past which one group's queueing no longer stands for all
-SHARED_BUSY = 1 / 3
+#: the server's busy share past which one group's queueing no longer stands
+#: for all, short of saturation (where one wait for all is modelled): the
+#: other groups' messages then lengthen a group's queue and it was solved alone
+SHARED_BUSY = 0.6
 
 
 def with_groups(scenario, costs, whole):
@@ -103,7 +106,8 @@ def _async(sc, costs, whole):
     cycles = [n * run.sub_batch / p.steady_throughput_samples_per_s for n, p in zip(counts, parts)]
     laws = [group_costs(costs, i).compute for i in range(len(parts))]
     capacity = _server_capacity(sc, costs, counts, cycles)
-    if sum(n / c for n, c in zip(counts, cycles)) > capacity:
+    saturated = sum(n / c for n, c in zip(counts, cycles)) > capacity
+    if saturated:
         # a saturated server's queue is one for all: every cycle waits as
         # long, until the rates fit its capacity
         wait = _wait_to_fit(counts, cycles, capacity)
@@ -135,7 +139,7 @@ def _async(sc, costs, whole):
                      "the learners' shares of the gradients",
         "minibatch": "exact: one gradient per update",
         **_first_outside(parts)}
-    busy = _server_busy(sc, costs, [n / c for n, c in zip(counts, cycles)])
+    busy = None if saturated else _server_busy(sc, costs, [n / c for n, c in zip(counts, cycles)])
     if busy is not None and "assumptions" not in laws_text:
         laws_text["assumptions"] = f"{OUTSIDE}: {busy}"
     loops = loops_of(sc, costs)

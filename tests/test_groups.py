@@ -518,3 +518,26 @@ def test_sprint_groups_in_phase_are_outside_the_put_together_form():
                     stop__gradients=4000)
     assert "group 0's GPUs keep in phase" in predict(scenario("none")).outside_assumptions
     assert predict(scenario({"distribution": "lognormal", "cv": 0.05})).outside_assumptions is None
+
+
+@pytest.mark.parametrize("network, sub_batch, inside", [
+    ("10gbe", 64, True),      # saturated: one queue for all, every cycle waits as long
+    ("ib-fdr", 256, True),    # a server a fifth busy: each group's queue as if alone
+    ("25gbe", 128, False),    # 73 % busy: the others' messages lengthen each queue
+])
+def test_async_groups_share_the_servers_queue(network, sub_batch, inside):
+    from asgdsim.agreement import check
+
+    data = {"name": "mixed-async", "seed": 2,
+            "workload": {"model": "resnet18", "dataset_samples": 1_281_167,
+                         "sub_batch": sub_batch},
+            "cluster": {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"},
+                                   {"nodes": 1, "gpus_per_node": 4, "gpu": "P100",
+                                    "compute": law("exponential", "150 ms")}],
+                        "disk_bandwidth": "40 GB/s", "network": network},
+            "algorithm": {"kind": "async"}, "timing": {"communication": "modelled"},
+            "stop": {"gradients": 4000}}
+    row = check(data)
+    assert row["outside"] == (not inside)
+    if inside:
+        assert row["agrees"], row

@@ -96,7 +96,6 @@ def _t_last(run, pred) -> float:
 def _async(sc, costs, whole):
     """Learners as renewal processes of their group's cycle (module docstring)."""
     from .analytic import OUTSIDE, Run, predict_async
-    from .faults import _renewal_staleness
     from .pmf import Pmf
     from .structure import loops_of
 
@@ -130,13 +129,14 @@ def _async(sc, costs, whole):
     if total == 1:
         staleness = Pmf.point(0)
     else:
-        staleness = _renewal_staleness(distinct, {law: 1 / law.mean for law in distinct}, rate)
+        staleness = _renewal_counts(distinct, rate)
     laws_text = {
         "epoch_time": "approximation: each group's learner cycle by the closed form on its own "
                       "nodes, the learners' renewal rates summed",
         "staleness": "approximation: learner i's a count law of mean R c_i - 1 (its group's "
-                     "cycle c_i, the gradient rate R) with the others' renewal variance, mixed by "
-                     "the learners' shares of the gradients",
+                     "cycle c_i, the gradient rate R) with the others' renewal variance (a "
+                     "discretised normal where under-dispersed), mixed by the learners' shares "
+                     "of the gradients",
         "minibatch": "exact: one gradient per update",
         **_first_outside(parts)}
     busy = None if saturated else _server_busy(sc, costs, [n / c for n, c in zip(counts, cycles)])
@@ -157,6 +157,31 @@ def _async(sc, costs, whole):
                    epoch_time_s=run.epoch_time(t_last, gradients),
                    steady_throughput_samples_per_s=rate * run.sub_batch, staleness=staleness,
                    laws=laws_text, gradients=gradients, updates=gradients, groups=figures)
+
+
+def _renewal_counts(distinct: Counter, rate: float):
+    """Async staleness over learners of several cycle laws (faults.py's
+    renewal moments: mean (R - r_i) c_i, the variance of the others'
+    renewal counts over the cycle), each count law a discretised normal
+    where it is under-dispersed: a binomial of that variance piles its mass
+    against its top, where the others' counts of nearly fixed cycles sit
+    evenly around the mean."""
+    from .analytic import _count_law, _discretised_normal, _mixture
+
+    parts = []
+    for law, learners in distinct.items():
+        others = rate - 1 / law.mean
+        mean, var = others * law.mean, others ** 2 * law.var
+        for other, n in distinct.items():
+            ratio = law.mean / other.mean
+            frac = ratio - math.floor(ratio)
+            var += (n - (other == law)) * (frac * (1 - frac) + ratio * other.cv ** 2)
+        if var < mean:
+            probs, values = _discretised_normal(mean, var)
+        else:
+            values, probs = _count_law(mean, var)
+        parts.append((learners / law.mean / rate, values, probs))
+    return _mixture(parts)
 
 
 def _server_capacity(sc, costs, counts, cycles) -> float:

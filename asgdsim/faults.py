@@ -80,12 +80,15 @@ def with_learner_laws(scenario, costs, whole):
             and (not alike or scenario.cluster.mixed_shapes)):
         # each group's stations its own, put together as the kind says (shapes.py)
         return with_groups(scenario, costs, whole)
+    # nodes of different shapes matter where their links take time
+    shapes = scenario.cluster.mixed_shapes and not _ideal(scenario)
     if alike or not exact:
         out = dict(whole.laws)
-        if not alike:
+        if not alike or shapes:
             out.setdefault("assumptions", f"{OUTSIDE}: {_differences(scenario, costs)}, and the "
                            f"closed form of {kind} here assumes identical learners (it takes "
-                           "the law of a learner drawn at random)")
+                           "the law of a learner drawn at random"
+                           + (" and the first group's loop" if shapes else "") + ")")
         figures = _group_figures(scenario, laws, kind if exact else None)
         return replace(whole, laws=out, groups=figures)
     distinct = Counter(laws)
@@ -102,6 +105,10 @@ def _differences(scenario, costs) -> str:
         parts.append("the groups' steps differ (" + ", ".join(
             f"{law.mean:.3g} s on average on group {i}'s {g.gpu.name}"
             for i, (g, law) in enumerate(zip(groups, costs.group_computes))) + ")")
+    if scenario.cluster.mixed_shapes and scenario.timing.communication != "ideal":
+        parts.append("the groups' nodes differ (" + ", ".join(
+            f"group {i}'s {g.gpus_per_node} GPUs, {g.host_link.name}, {g.network.name}"
+            for i, g in enumerate(groups)) + ")")
     if slow is not None:
         parts.append(f"{len(set(slow.learners))} of the {scenario.cluster.learners} learners are "
                      f"{slow.slowdown:g} times slower")

@@ -541,3 +541,23 @@ def test_async_groups_share_the_servers_queue(network, sub_batch, inside):
     assert row["outside"] == (not inside)
     if inside:
         assert row["agrees"], row
+
+
+def test_a_kind_not_put_together_says_the_nodes_differ():
+    # downpour has no put-together form: with alike steps but nodes of two
+    # shapes and links modelled, its closed form says what it leaves out
+    sc = make(cluster={"groups": [{"nodes": 1, "machine": "tsubame-kfc-dl"},
+                                  {"nodes": 1, "gpus_per_node": 4, "machine": "dgx1-v100",
+                                   "gpu": "K80"}]},
+              workload={"model": "resnet18", "dataset_samples": 10_000, "sub_batch": 32},
+              algorithm={"kind": "downpour"},
+              timing={"compute": law("exponential", 0.2), "communication": "modelled"},
+              stop__gradients=400)
+    assert sc.cluster.mixed_shapes
+    why = predict(sc).outside_assumptions
+    assert "the groups' nodes differ (group 0's 8 GPUs" in why and "group 1's 4 GPUs" in why
+    assert "the first group's loop" in why
+    # with ideal links the shapes do not matter: identical learners, no caveat
+    ideal = sc.model_copy(update={"timing": sc.timing.model_copy(
+        update={"communication": "ideal"})})
+    assert predict(ideal).outside_assumptions is None

@@ -755,13 +755,14 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
     # local SGD: a round is ``period`` steps of each learner, then the averaging
-    if topo.blocks and p <= MAX_SKELETON_LEARNERS:
-        # groups of different nodes: the same walk, each learner its group's loop and law
+    if topo.blocks or len(set(costs.group_computes)) > 1:
+        # groups of different nodes or steps: each learner its group's loop and law
         from .costs import learner_laws
         from .structure import loops_of
 
-        first, steady, exact = _mixed_sync_rounds(topo, loops_of(sc, costs),
-                                                  learner_laws(sc, costs), aggregate_s, period)
+        rounds = _mixed_sync_rounds if p <= MAX_SKELETON_LEARNERS else _mixed_rounds_large
+        first, steady, exact = rounds(topo, loops_of(sc, costs), learner_laws(sc, costs),
+                                      aggregate_s, period)
     else:
         first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
     law = law.sum_of(period)
@@ -928,6 +929,49 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
             break
     return first, rounds[-1], fixed
+
+
+def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
+                        update_s: float, period: int = 1) -> tuple[float, float, bool]:
+    """:func:`_sync_rounds_large` for a mixed cluster: the server's port
+    sets the pace, each learner's messages its group's length. The replies
+    leave one after another, the groups mixed evenly; each learner's arrival is its
+    ready time plus its own law's draw, the ready times bucketed (at most
+    64 a group) so that the order statistics stay a few hundred columns."""
+    p = topo.learners
+    shards = topo.instances("server_port_in")
+    block = np.array([topo.block_of(i) for i in range(p)])
+    each = [loop.with_before_repeated(period) for loop in loops]
+    message = np.array([loop.demand_s("server_port_in") / shards for loop in each])[block]
+    pull = np.array([loop.demand_s("server_port_out") / shards for loop in each])[block]
+    local = np.array([sum(st.duration_s for st in loop.before + loop.after
+                          if st.holds[0] != "server_port_in") for loop in each])[block]
+    sums = {law: law.sum_of(period) for law in set(laws)}
+    drawn = [sums[law] for law in laws]
+
+    def done(ready: np.ndarray) -> float:
+        shift = ready.copy()
+        for b in np.unique(block):
+            # a group's ready times to 64 levels: learners of one level share a column
+            mine_b = block == b
+            lo, hi = shift[mine_b].min(), shift[mine_b].max()
+            if hi > lo:
+                shift[mine_b] = lo + np.round((shift[mine_b] - lo) / (hi - lo) * 63) / 63 * (hi - lo)
+        order = np.argsort(shift, kind="stable")
+        arrive = _mixed_order_statistics(shift[order], [drawn[i] for i in order])
+        left = np.cumsum(message[order][::-1])[::-1]
+        return float(np.max(arrive + left)) + update_s
+
+    # the replies leave in the order the gradients came in, which mixes the
+    # groups: each group's learners spread evenly over the sequence
+    rank = np.empty(p)
+    for b in np.unique(block):
+        mine_b = np.flatnonzero(block == b)
+        rank[mine_b] = (np.arange(len(mine_b)) + 0.5) / len(mine_b)
+    order = np.argsort(rank, kind="stable")
+    replied = np.empty(p)
+    replied[order] = np.cumsum(pull[order])
+    return done(local), done(replied + local), False
 
 
 def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:

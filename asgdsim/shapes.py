@@ -1,10 +1,10 @@
-"""The closed form of a mixed cluster with its links modelled: groups whose
-steps or nodes differ (``cluster.groups``), each group's stations its own.
+"""The closed form of a mixed cluster: groups whose steps or nodes differ
+(``cluster.groups``), each group's stations its own.
 
-With ideal communication only the learners' step laws differ, and
-:mod:`asgdsim.faults` has the exact laws (sync's E[max], async's rates and
-geometric staleness). With the links modelled a group's learners queue at
-their own nodes' links, disk and ports, with their own durations
+With ideal communication only the learners' step laws differ, and for
+``sync`` and ``async`` :mod:`asgdsim.faults` has the exact laws (E[max];
+the rates summed and geometric staleness). Otherwise a group's learners
+queue at their own nodes' links, disk and ports, with their own durations
 (``Costs.group_costs``), so each group is first solved as a cluster of its
 own (:func:`asgdsim.groups.group_scenario`: its nodes, its loop, its law,
 its stations), and the groups are then put together where the algorithm
@@ -17,18 +17,21 @@ says how:
   around it. The server's queue is each group's alone; a saturated server
   adds one wait to every cycle (FIFO: one queue for all), and between 60 %
   busy and saturation the prediction says it is outside.
-- ``sprint``: a node's update thread serves its own GPUs and the cycle is
-  the cluster's (the Allreduce of every node, the slowest node's update),
-  so a GPU's staleness depends on its own steps and that cycle only: each
-  group's law by SPRINT's closed form on its own nodes, mixed by the
-  groups' gradient rates; the gradients of a cycle are the groups' summed
-  (moments added), the epoch time that of the rates summed and the groups'
-  start-up lags averaged by rate. That takes the GPUs at random phases: a
-  group whose steps' noise does not spread its GPUs over a cycle within
-  the run delivers in bursts, and the prediction says it is outside.
+- ``sprint``: a node's update thread serves its own GPUs and the cycle T is
+  the cluster's (the Allreduce of every node, the slowest node's update).
+  Each group's whole step and gradient rate come from SPRINT's closed form
+  on its own nodes at that cycle; a GPU's staleness is the pipelined
+  1 + floor(U + X/T) of its group's step, each cycle end a version unless
+  no group delivered in it, mixed by the groups' rates; the gradients of a
+  cycle are the groups' summed (moments added), the epoch time that of the
+  rates summed and the groups' start-up lags averaged by rate. That takes
+  the GPUs at random phases: a group whose steps' noise does not spread
+  its GPUs over a cycle within the run delivers in bursts, and the
+  prediction says it is outside.
 - Rounds (``sync``, ``allreduce``, ``local-sgd``) walk every learner's own
-  loop on the whole topology (:func:`asgdsim.analytic.predict_rounds`); here
-  they only get their labels and group figures.
+  loop on the whole topology, or past 256 learners queue every group's
+  messages at the server's port (:func:`asgdsim.analytic.predict_rounds`);
+  here they only get their labels and group figures.
 
 Every other kind keeps the closed form of a learner drawn at random, and
 says that it is outside its assumptions.
@@ -307,9 +310,14 @@ def _rounds(sc, costs, whole):
     loops = loops_of(sc, costs)
     counts, total = sc.cluster.group_learners, sc.cluster.learners
     laws = dict(whole.laws)
-    laws["epoch_time"] = ("approximation: the round's schedule walked over every group's nodes, "
-                          "each learner its group's loop, its compute at the expected order "
-                          "statistics of the learners' own laws")
+    from .analytic import MAX_SKELETON_LEARNERS
+
+    laws["epoch_time"] = (
+        "approximation: the round's schedule walked over every group's nodes, each learner its "
+        "group's loop, its compute at the expected order statistics of the learners' own laws"
+        if total <= MAX_SKELETON_LEARNERS else
+        "approximation: every learner's message queued at the server's port at its group's "
+        "length, its compute at the expected order statistics of the learners' own laws")
     figures = []
     for i, (group, learners) in enumerate(zip(sc.cluster.groups, counts)):
         loop = loops[i] if len(loops) > 1 else loops[0]

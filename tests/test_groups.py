@@ -587,3 +587,38 @@ def test_rounds_of_many_mixed_learners_agree_and_stay_quick():
     started = time.perf_counter()
     predict(sc)
     assert time.perf_counter() - started < 3
+
+
+def test_sprint_groups_of_exponential_steps_follow_poisson_and_the_pipelined_law():
+    # ideal links, a fixed cycle T = 0.5 s: one node of 8 GPUs stepping
+    # Exp(1 s) and two nodes of 2 stepping Exp(0.5 s). The gradients of a
+    # cycle are the sum of independent Poissons, Poisson(8 x 0.5 + 4 x 1 = 8)
+    # (an empty cycle, e^-8 of them, is no update); a GPU's staleness is
+    # 1 + floor(U + X/T) with X its own group's step
+    from conftest import check_pmf
+    from scipy import stats
+
+    from asgdsim.pmf import Pmf
+
+    sc = make(cluster={"groups": [
+        {"nodes": 1, "gpus_per_node": 8, "gpu": "K80", "compute": law("exponential", 1.0)},
+        {"nodes": 2, "gpus_per_node": 2, "gpu": "P100", "compute": law("exponential", 0.5)}],
+        "network": "ib-fdr"},
+        algorithm={"kind": "sprint"}, timing={"communication": "ideal", "update_interval": 0.5},
+        stop__updates=6000)
+    assert sc.cluster.mixed_shapes
+    res, pred = simulate(sc), predict(sc)
+    k = np.arange(1, 40)
+    poisson = stats.poisson.pmf(k, 8.0) / stats.poisson.sf(0, 8.0)
+    check_pmf(res.updates["gradients"].to_numpy()[5:], Pmf.from_probs(1, poisson))
+    assert pred.gradients_per_update.mean == pytest.approx(8.0 / stats.poisson.sf(0, 8.0),
+                                                           rel=1e-6)
+    g = res.gradients[res.gradients["t_start"] > 5.0]
+    for group, mean in ((0, 1.0), (1, 0.5)):
+        # P(floor(U + Y) = j) = E[max(0, 1 - |Y - j|)], Y = X / T ~ Exp(mean / T)
+        y = mean / 0.5
+        j = np.arange(0, 60)
+        pe = lambda t: np.where(t > 0, t - y * (1 - np.exp(-np.maximum(t, 0) / y)), 0.0)  # noqa: E731
+        probs = pe(j - 1.0) - 2 * pe(j + 0.0) + pe(j + 1.0)
+        check_pmf(g[g["group"] == group]["staleness"].to_numpy(), Pmf.from_probs(1, probs))
+        assert pred.groups[group]["staleness_mean"] == pytest.approx(1 + y, rel=1e-3)

@@ -2,7 +2,13 @@
 forms in seeded runs with tolerances from the sample (sync's E[max] over
 the groups' laws; async's rate shares and each group's staleness), every
 kind running with two groups, the summary and parquet keys, the shipped
-scenario's comment, and bad keys refused with exit 2."""
+scenario's comment, and bad keys refused with exit 2. Groups of different
+node shapes: an exact sync timeline over two shapes, a single group equal
+to its plain cluster bit for bit, the exact laws (async's per-learner
+geometric staleness, SPRINT's Poisson cycles and pipelined staleness) with
+different shapes, the put-together closed form against the simulator for
+five kinds within the agreement suite's bounds, node failures of each
+shape, --set by a group's index, plan's refusal, and mutated groups."""
 
 import copy
 import json

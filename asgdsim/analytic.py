@@ -755,7 +755,16 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
     # local SGD: a round is ``period`` steps of each learner, then the averaging
-    first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
+    if topo.blocks or len(set(costs.group_computes)) > 1:
+        # groups of different nodes or steps: each learner its group's loop and law
+        from .costs import learner_laws
+        from .structure import loops_of
+
+        rounds = _mixed_sync_rounds if p <= MAX_SKELETON_LEARNERS else _mixed_rounds_large
+        first, steady, exact = rounds(topo, loops_of(sc, costs), learner_laws(sc, costs),
+                                      aggregate_s, period)
+    else:
+        first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
     law = law.sum_of(period)
     per_round = p * period
     n = run.target_gradients
@@ -861,6 +870,130 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
             break
     return first, rounds[-1], exact
+
+
+def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,
+                       period: int = 1) -> tuple[float, float, bool]:
+    """:func:`_sync_rounds` for a mixed cluster whose groups' nodes differ:
+    learner i walks its group's loop (its links' durations) on the whole
+    topology, so the groups' messages share the server's port in the
+    walk; with random steps each learner's arrival is at the order
+    statistics of the learners' own laws. The server's port serves the
+    messages in arrival order, each for its own length (its node's network)."""
+    p = topo.learners
+    mine = [loops[topo.block_of(i)] for i in range(p)]
+    fixed = all(law.is_constant for law in laws)
+    message, before, reply, tail, shift = np.zeros(p), [], [], [], np.zeros(p)
+    for i, (loop, law) in enumerate(zip(mine, laws)):
+        push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
+        message[i] = push.duration_s if push is not None else 0.0
+        to_push = loop.after[:-1] if push is not None else loop.after
+        walk = _resolved(topo, loop.before, i)
+        if period > 1:
+            walk = (walk + [((), law.mean)]) * (period - 1) + walk
+        before.append(walk)
+        reply.append(_resolved(topo, loop.reply, i))
+        if fixed:
+            tail.append([((), law.mean)] + _resolved(topo, to_push, i))
+        else:
+            tail.append([])
+            # the earlier steps are walked at their mean; their sum is one draw
+            shift[i] = sum(st.duration_s for st in to_push) - (period - 1) * law.mean
+    drawn = laws if fixed else [law.sum_of(period) for law in laws]
+
+    def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
+        ready = np.zeros(p)
+        walked = [stages[i] + tail[i] for i in order]
+        if any(walked):
+            ends = Skeleton().walk(np.zeros(p), walked)
+            ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
+                            for row in ends]
+        if fixed:
+            arrive, rank = ready, np.lexsort((np.argsort(order), ready))
+        else:
+            rank = np.argsort(ready)
+            arrive = np.empty(p)
+            arrive[rank] = _mixed_order_statistics(ready[rank] + shift[rank],
+                                                   [drawn[i] for i in rank])
+        by_arrival = np.argsort(arrive, kind="stable")
+        # FIFO at the server's port: done at max_j (j-th arrival + the messages from j on)
+        left = np.cumsum(message[by_arrival][::-1])[::-1]
+        done = float(np.max(arrive[by_arrival] + left))
+        return done + update_s, rank
+
+    first, order = one_round(before, np.arange(p))
+    rounds = []
+    for _ in range(6):          # the order of the pulls settles in a round or two
+        duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
+        rounds.append(duration)
+        if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
+            break
+    return first, rounds[-1], fixed
+
+
+def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
+                        update_s: float, period: int = 1) -> tuple[float, float, bool]:
+    """:func:`_sync_rounds_large` for a mixed cluster: the server's port
+    sets the pace, each learner's messages its group's length. The replies
+    leave one after another, the groups mixed evenly; each learner's arrival is its
+    ready time plus its own law's draw, the ready times bucketed (at most
+    64 a group) so that the order statistics stay a few hundred columns."""
+    p = topo.learners
+    shards = topo.instances("server_port_in")
+    block = np.array([topo.block_of(i) for i in range(p)])
+    each = [loop.with_before_repeated(period) for loop in loops]
+    message = np.array([loop.demand_s("server_port_in") / shards for loop in each])[block]
+    pull = np.array([loop.demand_s("server_port_out") / shards for loop in each])[block]
+    local = np.array([sum(st.duration_s for st in loop.before + loop.after
+                          if st.holds[0] != "server_port_in") for loop in each])[block]
+    sums = {law: law.sum_of(period) for law in set(laws)}
+    drawn = [sums[law] for law in laws]
+
+    def done(ready: np.ndarray) -> float:
+        shift = ready.copy()
+        for b in np.unique(block):
+            # a group's ready times to 64 levels: learners of one level share a column
+            mine_b = block == b
+            lo, hi = shift[mine_b].min(), shift[mine_b].max()
+            if hi > lo:
+                shift[mine_b] = lo + np.round((shift[mine_b] - lo) / (hi - lo) * 63) / 63 * (hi - lo)
+        order = np.argsort(shift, kind="stable")
+        arrive = _mixed_order_statistics(shift[order], [drawn[i] for i in order])
+        left = np.cumsum(message[order][::-1])[::-1]
+        return float(np.max(arrive + left)) + update_s
+
+    # the replies leave in the order the gradients came in, which mixes the
+    # groups: each group's learners spread evenly over the sequence
+    rank = np.empty(p)
+    for b in np.unique(block):
+        mine_b = np.flatnonzero(block == b)
+        rank[mine_b] = (np.arange(len(mine_b)) + 0.5) / len(mine_b)
+    order = np.argsort(rank, kind="stable")
+    replied = np.empty(p)
+    replied[order] = np.cumsum(pull[order])
+    return done(local), done(replied + local), False
+
+
+def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
+    """E of the order statistics of shift[i] + X_i, X_i ~ laws[i] independent
+    (shifts ascending): Blom's positions on the mixture's quantiles (each
+    assigned in the order of the shifts), the exact mean for the largest."""
+    p = len(shift)
+    lo = min(s + law.ppf(1e-9) for s, law in zip(shift, laws))
+    hi = max(s + law.ppf(1 - 1e-12 / p) for s, law in zip(shift, laws))
+    grid = np.linspace(lo, hi, 4096)
+    # learners of one law and shift share a column
+    distinct: dict[tuple, int] = {}
+    for s, law in zip(shift.tolist(), laws):
+        distinct[(s, law)] = distinct.get((s, law), 0) + 1
+    each = np.column_stack([np.asarray(law.cdf(grid - s), dtype=float) for s, law in distinct])
+    counts = np.array(list(distinct.values()), dtype=float)
+    mixture = each @ counts / p
+    targets = (np.arange(1, p) - 0.375) / (p + 0.25)
+    quantiles = np.interp(targets, mixture, grid)
+    all_below = np.exp(np.log(np.clip(each, 1e-300, 1.0)) @ counts)
+    e_max = lo + np.trapezoid(1.0 - all_below, grid)
+    return np.append(quantiles, e_max)
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,

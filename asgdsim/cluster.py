@@ -53,6 +53,8 @@ class Cluster:
     @classmethod
     def of(cls, topology: Topology) -> Cluster:
         """An empty cluster of the topology's nodes, its learners placed node by node."""
+        if topology.blocks:
+            return cls(node_of_learner=np.array(topology.node_of_learners()))
         return cls(node_of_learner=np.repeat(np.arange(topology.nodes), topology.learners_per_node))
 
     def utilisation(self, elapsed_s: float) -> dict[str, float]:

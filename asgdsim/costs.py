@@ -113,6 +113,7 @@ class Costs:
                                  # shard its part, all at once: the time of one part)
     collective_s: float = 0.0    # allreduce: the collective's exposed part and the GPU update
     group_computes: tuple = ()   # cluster.groups: each group's step law, in order
+    group_costs: tuple = ()      # groups of different node shapes: each group's Costs
 
     @property
     def gpu_overhead_s(self) -> float:
@@ -168,8 +169,8 @@ def learner_laws(scenario: Scenario, costs: Costs) -> list:
     without groups), times its slowdown where it is persistently slow."""
     cluster, slow = scenario.cluster, scenario.faults.slow_learners
     if costs.group_computes:
-        laws = [law for group, law in zip(cluster.groups, costs.group_computes)
-                for _ in range(group.nodes * cluster.learners_per_node)]
+        laws = [law for learners, law in zip(cluster.group_learners, costs.group_computes)
+                for _ in range(learners)]
     else:
         laws = [costs.compute] * cluster.learners
     for index in sorted(set(slow.learners)) if slow is not None else ():
@@ -208,8 +209,7 @@ def costs_of(scenario: Scenario) -> Costs:
     cluster, work, timing = scenario.cluster, scenario.workload, scenario.timing
     weights = BYTES_PER_PARAMETER * work.model.parameters
     groups = group_laws(scenario)
-    compute = (mean_law(groups, [g.nodes * cluster.learners_per_node for g in cluster.groups])
-               if groups else compute_law(scenario))
+    compute = mean_law(groups, cluster.group_learners) if groups else compute_law(scenario)
     if timing.communication == "ideal":
         # only a fixed SPRINT cycle takes time (validation requires one)
         cycle = timing.update_interval or 0.0
@@ -219,8 +219,11 @@ def costs_of(scenario: Scenario) -> Costs:
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
     real = work.input == "real"      # synthetic input is neither read nor copied
     # SPRINT's cycle; the other kinds have none and never read it
+    # across every node, at the pace of the slowest node's network (mixed shapes)
+    network = min((cluster.group_cluster(i).node_network for i in range(len(cluster.groups))),
+                  key=lambda link: link.bandwidth) if cluster.mixed_shapes else cluster.node_network
     allreduce = ALLREDUCE[getattr(scenario.algorithm, "allreduce", "ring")](
-        cluster.node_network, weights, cluster.nodes)
+        network, weights, cluster.nodes)
     node_update = cpu_pass_time(weights, memory_bw, streams=5)   # read w, g, m; write m, w
     if timing.update_interval is not None:
         # a fixed cycle replaces the modelled Allreduce and update
@@ -229,7 +232,7 @@ def costs_of(scenario: Scenario) -> Costs:
         cycle = allreduce + node_update
     from .algorithms import KINDS
     aggregate = KINDS[scenario.algorithm.kind].aggregate_s
-    return Costs(
+    whole = Costs(
         compute=compute,
         weights_bytes=weights,
         weights_to_gpu_s=transfer_time(host, weights),
@@ -246,3 +249,23 @@ def costs_of(scenario: Scenario) -> Costs:
         collective_s=aggregate(scenario, weights) if aggregate else 0.0,
         group_computes=groups,
     )
+    return _with_group_costs(scenario, whole) if cluster.mixed_shapes else whole
+
+
+def _with_group_costs(scenario: Scenario, whole: Costs) -> Costs:
+    """The whole cluster's costs with each group's own (groups of different
+    node shapes): its links, disk and memory give its loop's stages and its
+    nodes' update; the server, the Allreduce and the collective are shared,
+    and SPRINT's cycle waits for the slowest node's update."""
+    from dataclasses import replace
+
+    from .groups import group_scenario
+
+    parts = [costs_of(group_scenario(scenario, i)) for i in range(len(scenario.cluster.groups))]
+    slowest_update = max(p.node_update_s for p in parts)
+    cycle = whole.cycle_s if scenario.timing.update_interval is not None \
+        else whole.allreduce_s + slowest_update
+    shared = {"allreduce_s": whole.allreduce_s, "cycle_s": cycle,
+              "server_update_s": whole.server_update_s, "collective_s": whole.collective_s}
+    return replace(whole, node_update_s=slowest_update, **shared, group_costs=tuple(
+        replace(part, compute=law, **shared) for part, law in zip(parts, whole.group_computes)))

@@ -70,15 +70,25 @@ def with_learner_laws(scenario, costs, whole):
     from .analytic import OUTSIDE, _ideal
     from .costs import learner_laws
 
+    from .shapes import COMPOSED, with_groups
+
     laws = learner_laws(scenario, costs)
     kind, alike = scenario.algorithm.kind, all(law == laws[0] for law in laws)
     exact = _ideal(scenario) and kind in ("sync", "async")
+    if (scenario.cluster.groups is not None and kind in COMPOSED and not exact
+            and scenario.faults.slow_learners is None
+            and (not alike or scenario.cluster.mixed_shapes)):
+        # each group's stations its own, put together as the kind says (shapes.py)
+        return with_groups(scenario, costs, whole)
+    # nodes of different shapes matter where their links take time
+    shapes = scenario.cluster.mixed_shapes and not _ideal(scenario)
     if alike or not exact:
         out = dict(whole.laws)
-        if not alike:
+        if not alike or shapes:
             out.setdefault("assumptions", f"{OUTSIDE}: {_differences(scenario, costs)}, and the "
                            f"closed form of {kind} here assumes identical learners (it takes "
-                           "the law of a learner drawn at random)")
+                           "the law of a learner drawn at random"
+                           + (" and the first group's loop" if shapes else "") + ")")
         figures = _group_figures(scenario, laws, kind if exact else None)
         return replace(whole, laws=out, groups=figures)
     distinct = Counter(laws)
@@ -95,6 +105,10 @@ def _differences(scenario, costs) -> str:
         parts.append("the groups' steps differ (" + ", ".join(
             f"{law.mean:.3g} s on average on group {i}'s {g.gpu.name}"
             for i, (g, law) in enumerate(zip(groups, costs.group_computes))) + ")")
+    if scenario.cluster.mixed_shapes and scenario.timing.communication != "ideal":
+        parts.append("the groups' nodes differ (" + ", ".join(
+            f"group {i}'s {g.gpus_per_node} GPUs, {g.host_link.name}, {g.network.name}"
+            for i, g in enumerate(groups)) + ")")
     if slow is not None:
         parts.append(f"{len(set(slow.learners))} of the {scenario.cluster.learners} learners are "
                      f"{slow.slowdown:g} times slower")
@@ -201,11 +215,10 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
     groups = scenario.cluster.groups
     if not groups:
         return ()
-    per_node, out, first = scenario.cluster.learners_per_node, [], 0
+    out, first = [], 0
     rates = np.array([1.0 / law.mean for law in laws])
     total = rates.sum()
-    for group in groups:
-        n = group.nodes * per_node
+    for group, n in zip(groups, scenario.cluster.group_learners):
         mine = slice(first, first + n)
         first += n
         figures = {"learners": n, "gpu": group.gpu.name, "mean_step_s": None,
@@ -249,6 +262,12 @@ def with_failures(scenario, costs, whole):
                      t_update_s=whole.t_update_s / available,
                      steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s * available)
     kind, total = scenario.algorithm.kind, scenario.cluster.learners
+    if spec.scope == "node" and scenario.cluster.mixed_shapes:
+        # nodes of different sizes: the units below are all of one size
+        laws.setdefault("assumptions", f"{OUTSIDE}: nodes of {len(scenario.cluster.groups)} "
+                        "shapes fail, and the closed form's failure units are alike; the "
+                        f"failure-free epoch time scaled by the share of time up ({available:.1%})")
+        return replace(scaled, laws=laws)
     per_unit = scenario.cluster.gpus_per_node if spec.scope == "node" else 1
     units = total // per_unit
     # the long run's share of time up needs many failures in the run

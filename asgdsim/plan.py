@@ -97,9 +97,14 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     base = scenario_from_dict(raw, source=source)
     if base.cluster.groups is not None:
         from .errors import ScenarioError
-        raise ScenarioError(source, [("cluster.groups", "plan searches nodes and GPUs per node of "
-                                      "one kind of node; a mixed cluster is not supported yet "
-                                      "(plan each group's GPU as a cluster of its own)")])
+        # the search's axes are one count of nodes and one of GPUs per node;
+        # a mixed cluster has a count per group, and which group should grow
+        # is a question of what the user can book, not of the model
+        raise ScenarioError(source, [("cluster.groups", "plan searches one count of nodes and "
+                                      "one of GPUs per node, and a mixed cluster has a count per "
+                                      "group: plan each group's GPU as a cluster of its own, then "
+                                      "compare or sweep the mixed cluster (--grid "
+                                      "cluster.groups.1.nodes=...)")])
     per_node, max_nodes = _machine(base)
     model, memory = base.workload.model, base.cluster.gpu.memory
 

@@ -29,7 +29,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
 from . import catalog, safeyaml
 from .algorithms import Algorithm
 from .errors import ScenarioError
-from .groups import REPLACED, Group, fold_groups
+from .groups import NODE_KEYS, REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
 from .precision import Precision, activation_bytes
 from .specs import (Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
@@ -92,8 +92,8 @@ class Cluster(_Spec):
     #: link; layers, the network cut into consecutive stages
     gpus_per_learner: Count = 1
     learner_split: Literal["data", "layers"] = "data"
-    #: a mixed cluster: nodes of different GPUs, in place of nodes, gpus_per_node,
-    #: gpu and machine, which then hold the total, the shared and the first
+    #: a mixed cluster: nodes of different GPUs or shapes, in place of nodes,
+    #: gpus_per_node, gpu and machine, which then hold the total and the first
     #: group's (see groups.py)
     groups: Annotated[tuple[Group, ...], Field(min_length=1)] | None = None
 
@@ -135,25 +135,54 @@ class Cluster(_Spec):
         resolved cluster names the groups, as the user wrote it."""
         data = handler(self)
         if self.groups is not None and isinstance(data, dict):
-            for key in REPLACED:
+            # each group carries its node's parts: loading gives them back as they were
+            for key in (*REPLACED, *NODE_KEYS):
                 data.pop(key, None)
         return data
 
     @model_validator(mode="after")
     def _learners_fill_nodes(self) -> Cluster:
-        if self.gpus_per_node % self.gpus_per_learner:
-            raise KeyedError("cluster.gpus_per_learner",
-                             f"expected a divisor of gpus_per_node ({self.gpus_per_node}), "
-                             f"got {self.gpus_per_learner}")
+        for key, count in ([(f"groups.{i}.gpus_per_node", g.gpus_per_node)
+                            for i, g in enumerate(self.groups)] if self.groups
+                           else [("gpus_per_node", self.gpus_per_node)]):
+            if count % self.gpus_per_learner:
+                raise KeyedError("cluster.gpus_per_learner",
+                                 f"expected a divisor of {key} ({count}), "
+                                 f"got {self.gpus_per_learner}")
         return self
 
     @property
     def learners_per_node(self) -> int:
+        """A node's learners (a mixed cluster's first group's: see group_learners)."""
         return self.gpus_per_node // self.gpus_per_learner
 
     @property
+    def group_learners(self) -> tuple[int, ...]:
+        """Each group's learners, in order (a cluster without groups: one)."""
+        if self.groups is None:
+            return (self.nodes * self.learners_per_node,)
+        return tuple(g.nodes * (g.gpus_per_node // self.gpus_per_learner) for g in self.groups)
+
+    @property
     def learners(self) -> int:
-        return self.nodes * self.learners_per_node
+        if self.groups is None:
+            return self.nodes * self.learners_per_node
+        return sum(self.group_learners)
+
+    @property
+    def mixed_shapes(self) -> bool:
+        """Whether the groups' nodes differ in shape (GPUs per node, links,
+        disk, memory, network): each group then has a block of the topology
+        and durations of its own."""
+        return self.groups is not None and len({g.shape for g in self.groups}) > 1
+
+    def group_cluster(self, index: int) -> Cluster:
+        """Group ``index``'s nodes as a cluster of their own, without groups."""
+        group = self.groups[index]
+        return self.model_copy(update={
+            "nodes": group.nodes, "gpus_per_node": group.gpus_per_node, "gpu": group.gpu,
+            "machine": group.machine, "groups": None,
+            **{key: getattr(group, key) for key in NODE_KEYS}})
 
     @property
     def gpu_to_gpu(self) -> LinkSpec:
@@ -505,14 +534,23 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     for dotted, value in overrides.items():
         keys = dotted.split(".")
         node = data
-        for depth, key in enumerate(keys[:-1]):
-            child = node.setdefault(key, {})
-            if not isinstance(child, dict):
+        for depth, key in enumerate(keys):
+            where = ".".join(keys[:depth])
+            if isinstance(node, list):
+                # a list's entry by its index: cluster.groups.1.nodes
+                if not (key.isdigit() and int(key) < len(node)):
+                    raise ScenarioError(source, [(dotted, f"cannot set: {where} has {len(node)} "
+                                                          f"entries, numbered from 0; got {key!r}")])
+                key = int(key)
+            if depth == len(keys) - 1:
+                node[key] = value
+                break
+            child = node[key] if isinstance(node, list) else node.setdefault(key, {})
+            if not isinstance(child, (dict, list)):
                 where = ".".join(keys[:depth + 1])
                 raise ScenarioError(source, [(dotted, f"cannot set: {where} is {child!r}, "
                                                       "not a mapping")])
             node = child
-        node[keys[-1]] = value
     return data
 
 

@@ -16,6 +16,13 @@ through that shard's ports; colocated shards sit on the learners' nodes and
 use their ports (a part for the learner's own node never crosses the
 network).
 
+A mixed cluster whose groups' nodes differ (``cluster.groups``) is a
+topology of :class:`Block` s, one per group: nodes numbered block by block,
+each block with its own learners per node, per host link and rails, and
+each its own loop (:func:`loops_of`: its durations, from its links). The
+server's ports are shared by every block. The closed form reads each block
+as a uniform topology of its own (:meth:`Topology.part`).
+
 The simulator (:mod:`asgdsim.cluster`) builds one FIFO link per instance and
 gives each learner its stages; the closed form (:mod:`asgdsim.analytic`)
 builds its queueing stations and the in-phase schedule from the very same
@@ -32,7 +39,8 @@ if TYPE_CHECKING:
     from .costs import Costs
     from .scenario import Scenario
 
-__all__ = ["Stage", "Loop", "Topology", "SCOPES", "loop_of", "stages", "topology_of"]
+__all__ = ["Stage", "Loop", "Block", "Topology", "SCOPES", "loop_of", "loops_of", "stages",
+           "topology_of"]
 
 #: resource kind -> what one instance of it serves ("rail": one of a node's
 #: network ports, which its GPUs take in turn)
@@ -100,8 +108,22 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Block:
+    """Nodes of one shape: a group of a mixed cluster."""
+
+    nodes: int
+    learners_per_node: int
+    learners_per_host_link: int
+    rails: int = 1
+
+
+@dataclass(frozen=True)
 class Topology:
-    """Where each learner sits and which resource instances it shares."""
+    """Where each learner sits and which resource instances it shares.
+
+    Without ``blocks`` every node is alike (the fields say how); with them
+    (a mixed cluster) ``nodes`` is their total and the per-node fields are
+    the first block's, and each learner's node follows its block's shape."""
 
     nodes: int
     #: learners of a node (its GPUs, where each learner is one GPU)
@@ -113,16 +135,69 @@ class Topology:
     #: the parameter server's shards, on nodes of their own or on the learners' nodes
     servers: int = 1
     colocated: bool = False
+    #: a mixed cluster's nodes, block by block (none: every node alike)
+    blocks: tuple[Block, ...] = ()
 
     @property
     def learners(self) -> int:
+        if self.blocks:
+            return sum(b.nodes * b.learners_per_node for b in self.blocks)
         return self.nodes * self.learners_per_node
+
+    def _place(self, learner: int) -> tuple[int, int, Block | Topology]:
+        """(node, slot in it, the block whose shape it has) of a learner."""
+        if not self.blocks:
+            return (*divmod(learner, self.learners_per_node), self)
+        first_node = 0
+        for block in self.blocks:
+            size = block.nodes * block.learners_per_node
+            if learner < size:
+                node, slot = divmod(learner, block.learners_per_node)
+                return first_node + node, slot, block
+            learner -= size
+            first_node += block.nodes
+        raise IndexError(learner)
+
+    def block_of(self, learner: int) -> int:
+        """The block (a mixed cluster's group) of a learner; 0 without blocks."""
+        if not self.blocks:
+            return 0
+        for index, block in enumerate(self.blocks):
+            learner -= block.nodes * block.learners_per_node
+            if learner < 0:
+                return index
+        raise IndexError(learner)
+
+    def block_of_node(self, node: int) -> int:
+        """The block of a node; 0 without blocks."""
+        for index, block in enumerate(self.blocks):
+            node -= block.nodes
+            if node < 0:
+                return index
+        return 0
+
+    def node_of_learners(self) -> list[int]:
+        """Every learner's node, in learner order."""
+        if not self.blocks:
+            return [n for n in range(self.nodes) for _ in range(self.learners_per_node)]
+        return [self._place(i)[0] for i in range(self.learners)]
+
+    def part(self, block: int) -> Topology:
+        """One block as a uniform topology of its own (the server's shards
+        as they are): what the closed form reads a group's stations from."""
+        if not self.blocks:
+            return self
+        b = self.blocks[block]
+        return Topology(b.nodes, b.learners_per_node, b.learners_per_host_link, b.rails,
+                        self.servers, self.colocated)
 
     @property
     def links_per_node(self) -> int:
         return -(-self.learners_per_node // self.learners_per_host_link)
 
     def node_of(self, learner: int) -> int:
+        if self.blocks:
+            return self._place(learner)[0]
         return learner // self.learners_per_node
 
     def shard_of(self, learner: int, part: int) -> int:
@@ -135,6 +210,8 @@ class Topology:
             return min(self.servers, self.nodes) if self.colocated else self.servers
         if scope == "cluster":
             return 1
+        if self.blocks:
+            return sum(self.part(i).instances(kind) for i in range(len(self.blocks)))
         per_node = {"node": 1, "link group": self.links_per_node,
                     "rail": min(self.rails, self.learners_per_node)}[scope]
         return self.nodes * per_node
@@ -161,25 +238,36 @@ class Topology:
         the ``part``-th shard of a message); None for a colocated shard's
         port on the learner's own node."""
         scope = SCOPES[kind]
-        node, slot = divmod(learner, self.learners_per_node)
+        node, slot, shape = self._place(learner)
         if scope == "shard":
             shard = self.shard_of(learner, part)
             if not self.colocated:
                 return kind if self.servers == 1 else f"{kind}[{shard}]"
             host = shard % self.nodes
-            return None if host == node else self.instance(
-                COLOCATED[kind], host * self.learners_per_node)
+            return None if host == node else self.instance(COLOCATED[kind], self._first(host))
         if scope == "cluster":
             return kind
-        if scope == "node" or (scope == "rail" and self.rails == 1):
+        if scope == "node" or (scope == "rail" and shape.rails == 1):
             return f"{kind}[{node}]"
         if scope == "rail":
-            return f"{kind}[{node}.r{slot % self.rails}]"
-        return f"{kind}[{node}.{slot // self.learners_per_host_link}]"
+            return f"{kind}[{node}.r{slot % shape.rails}]"
+        return f"{kind}[{node}.{slot // shape.learners_per_host_link}]"
+
+    def _first(self, node: int) -> int:
+        """The first learner of a node."""
+        first = 0
+        for block in self.blocks:
+            if node < block.nodes:
+                return first + node * block.learners_per_node
+            node -= block.nodes
+            first += block.nodes * block.learners_per_node
+        return node * self.learners_per_node
 
     def sharers(self, kind: str) -> int:
         """How many learners share one instance of ``kind`` (the most)."""
         scope = SCOPES[kind]
+        if self.blocks and scope not in ("cluster", "shard"):
+            return max(self.part(i).sharers(kind) for i in range(len(self.blocks)))
         return {"cluster": self.learners, "shard": self.learners, "node": self.learners_per_node,
                 "link group": min(self.learners_per_host_link, self.learners_per_node),
                 "rail": -(-self.learners_per_node // self.rails)}[scope]
@@ -187,10 +275,14 @@ class Topology:
 
 def topology_of(scenario: Scenario) -> Topology:
     c, algorithm = scenario.cluster, scenario.algorithm
+    blocks = tuple(Block(g.nodes, g.gpus_per_node // c.gpus_per_learner,
+                         max(1, g.gpus_per_host_link // c.gpus_per_learner), g.rails)
+                   for g in c.groups) if c.mixed_shapes else ()
     return Topology(c.nodes, c.learners_per_node,
                     max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails,
                     servers=getattr(algorithm, "servers", 1),
-                    colocated=getattr(algorithm, "placement", "dedicated") == "colocated")
+                    colocated=getattr(algorithm, "placement", "dedicated") == "colocated",
+                    blocks=blocks)
 
 
 def stages(*stages: tuple) -> tuple[Stage, ...]:
@@ -204,3 +296,17 @@ def loop_of(scenario: Scenario, costs: Costs) -> Loop:
     from .algorithms import KINDS
 
     return KINDS[scenario.algorithm.kind].loop(scenario, costs)
+
+
+def loops_of(scenario: Scenario, costs: Costs) -> tuple[Loop, ...]:
+    """The learner's loop of each block of the topology (one without
+    blocks): a mixed cluster's groups' loops, each with its own durations."""
+    from .algorithms import KINDS
+    from .groups import group_scenario
+
+    if not costs.group_costs:
+        # groups whose links take no time (ideal communication): one loop for all
+        blocks = len(scenario.cluster.groups) if scenario.cluster.mixed_shapes else 1
+        return (loop_of(scenario, costs),) * blocks
+    loop = KINDS[scenario.algorithm.kind].loop
+    return tuple(loop(group_scenario(scenario, i), c) for i, c in enumerate(costs.group_costs))

@@ -18,14 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
 
 
-def summary(stem, *keys):
+def summary(stem, *keys, scale=1):
     """A figure of a shipped scenario's summary.json, by its keys."""
     def figure(run):
         value = run(stem).summary
         for key in keys:
             value = value[key]
-        return value
+        return scale * value
     return figure
+
+
+def staleness(stem, group):
+    """The simulated mean staleness of a mixed scenario's group (in no summary)."""
+    return lambda run: run(stem).gradients.groupby("group")["staleness"].mean()[group]
 
 
 def utilisation(stem, kind):
@@ -41,7 +46,7 @@ def group(index, key, scale=1, closed=False):
     return figure
 
 
-MIXED = "mixed-k80-p100-async"
+MIXED, SHAPES = "mixed-k80-p100-async", "mixed-shapes-kfc-p100-sprint"
 KFC, KFC64, T25 = "tsubame-kfc-dl-vgg16", "tsubame-kfc-dl-vgg16-64nodes", "tsubame2.5-vgg16-16nodes"
 PS16, PS64, DGX = "gpu-asgd-k20x-async", "gpu-asgd-k20x-async-saturated", "dgx-a100-resnet50"
 ALEX = "tsubame-kfc-dl-alexnet-sb8"
@@ -125,7 +130,13 @@ CLAIMS = [
     ("mixed-k80-p100-async.yaml", "staleness of {:.0f} against", group(1, "staleness_mean", closed=True)),
     ("mixed-k80-p100-async.yaml", "against {:.0f} for the K80s'", group(0, "staleness_mean", closed=True)),
     ("mixed-k80-p100-async.yaml", "An epoch takes {:.0f} s.", summary(MIXED, "epoch_time_s")),
+    ("mixed-shapes-kfc-p100-sprint.yaml", "deliver {:.0f} % of the gradients",
+     summary(SHAPES, "groups", 1, "throughput_share", scale=100)),
+    ("mixed-shapes-kfc-p100-sprint.yaml", "a mean staleness of {:.1f} against", staleness(SHAPES, 1)),
+    ("mixed-shapes-kfc-p100-sprint.yaml", "against {:.1f} for the K80s'", staleness(SHAPES, 0)),
+    ("mixed-shapes-kfc-p100-sprint.yaml", "An epoch takes {:.0f} s.", summary(SHAPES, "epoch_time_s")),
     # the README's own quotes of the shipped scenarios
+    ("README.md", "the 8 P100s deliver {:.0f} % of the", summary(SHAPES, "groups", 1, "throughput_share", scale=100)),
     ("README.md", "deliver {:.0f} % of the gradients, with", group(1, "throughput_share", 100)),
     ("README.md", "staleness of {:.0f} against", group(1, "staleness_mean", closed=True)),
     ("README.md", "the mean round grows from {:.3f} s to", summary("k80-sync-baseline", "analytic", "t_update_s")),

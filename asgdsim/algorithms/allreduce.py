@@ -40,9 +40,19 @@ def collective_time(cluster, weights: float, collective: str) -> float:
     other), inside each node over its GPUs' link (NVLink, else their host
     links), then across nodes. Both links as a GPU collective sees them:
     the achieved rates and step latencies fitted to NCCL measurements
-    (catalog/nccl_allreduce.csv)."""
+    (catalog/nccl_allreduce.csv). A mixed cluster's collective goes at its
+    slowest member's pace: the slowest node's inside, the slowest network."""
     from ..costs import ALLREDUCE, hierarchical_allreduce_time
 
+    if cluster.mixed_shapes:
+        parts = [cluster.group_cluster(i) for i in range(len(cluster.groups))]
+        across = min((p.collective_network for p in parts), key=lambda link: link.bandwidth)
+        if collective == "hierarchical":
+            return max(hierarchical_allreduce_time(p.collective_gpu_link, across, weights,
+                                                   p.gpus_per_node, cluster.nodes) for p in parts)
+        links = [p.collective_gpu_link for p in parts] + [across] * (cluster.nodes > 1)
+        return ALLREDUCE[collective](min(links, key=lambda link: link.bandwidth), weights,
+                                     cluster.learners)
     inside, across = cluster.collective_gpu_link, cluster.collective_network
     if collective == "hierarchical":
         return hierarchical_allreduce_time(inside, across, weights,
@@ -53,7 +63,8 @@ def collective_time(cluster, weights: float, collective: str) -> float:
 
 def aggregate_s(scenario, weights: float) -> float:
     """After the slowest learner: the collective's exposed part, then every
-    GPU's momentum update of its copy (read w, g, m; write m, w)."""
+    GPU's momentum update of its copy (read w, g, m; write m, w): the round
+    waits for the slowest GPU's."""
     from ..compute import gpu_pass_time
 
     algorithm, cluster = scenario.algorithm, scenario.cluster
@@ -62,19 +73,24 @@ def aggregate_s(scenario, weights: float) -> float:
         exposed = max(0.0, collective - backward_s(scenario))
     else:
         exposed = (1 - algorithm.overlap) * collective
-    return exposed + gpu_pass_time(weights, cluster.gpu, streams=5)
+    return exposed + max(gpu_pass_time(weights, gpu, streams=5) for gpu in gpus(cluster))
+
+
+def gpus(cluster) -> list:
+    """The cluster's GPUs, one of each group (one without groups)."""
+    return [g.gpu for g in cluster.groups] if cluster.groups else [cluster.gpu]
 
 
 def backward_s(scenario) -> float:
     """Seconds of one GPU's backward pass, by the cost model's layers; for a
-    compute law, two thirds of its mean (a backward pass computes the
-    gradients of the data and of the weights, each about the forward's work)."""
-    from ..costs import COMPUTE_COSTS, KernelModel
-    from ..distributions import law_from_spec
+    compute law (or measured steps), two thirds of its mean (a backward pass
+    computes the gradients of the data and of the weights, each about the
+    forward's work)."""
+    from ..costs import COMPUTE_COSTS, KernelModel, _step_law
 
     work, timing, cluster = scenario.workload, scenario.timing, scenario.cluster
     if not isinstance(timing.compute, str):
-        return 2 / 3 * law_from_spec(timing.compute).mean
+        return 2 / 3 * _step_law(scenario, cluster.gpu, timing.compute).mean
     cost = COMPUTE_COSTS[timing.compute]
     if timing.kernel_table is not None and timing.compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)

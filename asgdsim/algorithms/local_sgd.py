@@ -34,7 +34,7 @@ def aggregate_s(scenario, weights: float) -> float:
     if scenario.algorithm.average != "allreduce":
         return 0.0
     return (allreduce.collective_time(cluster, weights, "hierarchical")
-            + gpu_pass_time(weights, cluster.gpu, streams=2))
+            + max(gpu_pass_time(weights, gpu, streams=2) for gpu in allreduce.gpus(cluster)))
 
 
 def _round_s(scenario, costs) -> float:

@@ -59,12 +59,14 @@ def wire(env, scenario, costs, seed, name: str, server, learner):
     ``learner(env, index, server, before, after, reply, compute, sub_batch)``
     on its stages resolved to its node's links."""
     from ..cluster import Cluster, computes
-    from ..structure import loop_of, topology_of
+    from ..structure import loops_of, topology_of
 
-    topology, stages_ = topology_of(scenario), loop_of(scenario, costs)
+    # each learner its block's loop (a mixed cluster's group's durations)
+    topology, loops = topology_of(scenario), loops_of(scenario, costs)
     cluster = Cluster.of(topology)
     cluster.servers = {name: [server]}
     for index, compute in computes(scenario, costs, seed):
+        stages_ = loops[topology.block_of(index)]
         holds = (cluster.resolve(env, topology, part, index)
                  for part in (stages_.before, stages_.after, stages_.reply))
         cluster.learners.append(learner(env, index, server, *holds, compute,

@@ -31,13 +31,17 @@ def loop(scenario, c) -> Loop:
 def build(env, scenario, costs, weights, recorder, seed):
     from ..cluster import Cluster, computes
     from ..components.sprint import Allreduce, SprintLearner, SprintNode
-    from ..structure import topology_of
+    from ..structure import loops_of, topology_of
 
-    topology, stages_ = topology_of(scenario), loop(scenario, costs)
+    topology, loops = topology_of(scenario), loops_of(scenario, costs)
     cluster = Cluster.of(topology)
     allreduce = Allreduce(env, topology.nodes, costs.allreduce_s)
-    nodes = [SprintNode(env, allreduce, weights, costs.node_update_s, n) for n in range(topology.nodes)]
+    # a node's update thread runs at its own CPU's pace (its group's, in a mixed cluster)
+    update_s = [(costs.group_costs[topology.block_of_node(n)] if costs.group_costs
+                 else costs).node_update_s for n in range(topology.nodes)]
+    nodes = [SprintNode(env, allreduce, weights, update_s[n], n) for n in range(topology.nodes)]
     for index, compute in computes(scenario, costs, seed):
+        stages_ = loops[topology.block_of(index)]
         cluster.learners.append(SprintLearner(
             env, index, nodes[topology.node_of(index)],
             cluster.resolve(env, topology, stages_.before, index),

@@ -19,6 +19,10 @@ BASE = {"workload": {"model": "resnet50", "dataset_samples": 1281167, "sub_batch
                    "communication": "ideal"},
         "stop": {"gradients": 200}}
 
+#: the groups of a mixed cluster the group cases break: the contract's example
+KFC_GROUP = {"nodes": 2, "machine": "tsubame-kfc-dl"}
+P100_GROUP = {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}
+
 # (name, dotted changes, key the message names); a value of DELETE removes the key
 DELETE = object()
 
@@ -214,6 +218,40 @@ SCENARIOS = [
                                                                  "slowdown": 2}}},
      "faults.slow_learners.learners"),
     ("faults-unknown", {"faults": {"meteor": True}}, "faults.meteor"),
+    # mixed clusters (cluster.groups): each group's own key named
+    ("groups-no-gpu", {"cluster": {"groups": [KFC_GROUP, {"nodes": 1, "gpus_per_node": 4}]}},
+     "cluster.groups.1"),
+    ("groups-nodes-zero", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP, "nodes": 0}]}},
+     "cluster.groups.1.nodes"),
+    ("groups-nodes-negative", {"cluster": {"groups": [{**KFC_GROUP, "nodes": -1}, P100_GROUP]}},
+     "cluster.groups.0.nodes"),
+    ("groups-more-gpus-than-machine",
+     {"cluster": {"groups": [{**KFC_GROUP, "gpus_per_node": 16}, P100_GROUP]}},
+     "cluster.groups.0.gpus_per_node"),
+    ("groups-gpus-per-node-zero", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP,
+                                                                      "gpus_per_node": 0}]}},
+     "cluster.groups.1.gpus_per_node"),
+    ("groups-and-nodes", {"cluster": {"nodes": 2, "groups": [KFC_GROUP, P100_GROUP]}},
+     "cluster.groups"),
+    ("groups-empty", {"cluster": {"groups": [], "network": "ib-edr"}}, "cluster.groups"),
+    ("groups-text", {"cluster": {"groups": "K80 and P100", "network": "ib-edr"}},
+     "cluster.groups"),
+    ("groups-unknown-key", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP, "colour": "red"}]}},
+     "cluster.groups.1.colour"),
+    ("groups-unknown-machine", {"cluster": {"groups": [{"nodes": 1, "machine": "tsubame-3"},
+                                                       P100_GROUP]}},
+     "cluster.groups.0.machine"),
+    ("groups-bad-host-link", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP,
+                                                                 "host_link": "pcie9"}]}},
+     "cluster.groups.1.host_link"),
+    ("groups-no-network", {"cluster": {"groups": [P100_GROUP, {**P100_GROUP, "gpu": "V100"}]}},
+     "cluster.network"),
+    ("groups-gpus-per-learner", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP,
+                                                                    "gpus_per_node": 3}],
+                                             "gpus_per_learner": 2}},
+     "cluster.gpus_per_learner"),
+    ("groups-compute-bad", {"cluster": {"groups": [KFC_GROUP, {**P100_GROUP, "compute": {
+        "distribution": "normal", "mean": "80 ms"}}]}}, "cluster.groups.1.compute"),
 ]
 
 # raw texts: what no mapping can express (YAML itself)
@@ -316,6 +354,9 @@ def main() -> None:
         (HERE / folder).mkdir(exist_ok=True)
     (HERE / "scenarios" / "base.yaml").write_text(
         "# expect: 0\n" + yaml.safe_dump(BASE, sort_keys=False))
+    # a valid mixed cluster of two node shapes, for the command lines that break it
+    (HERE / "scenarios" / "groups-ok.yaml").write_text("# expect: 0\n" + yaml.safe_dump(
+        _changed({"cluster": {"groups": [KFC_GROUP, P100_GROUP]}}), sort_keys=False))
     for name, changes, key in SCENARIOS:
         text = yaml.safe_dump(_changed(changes), sort_keys=False)
         (HERE / "scenarios" / f"{name}.yaml").write_text(f"# expect: 2 {key}\n{text}")

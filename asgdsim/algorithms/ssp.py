@@ -146,15 +146,7 @@ def _barrier(scenario, base, run, law):
     rounds, last = divmod(n - 1, L)
     last += 1                                   # gradients of the last round
     t_last = rounds * law.expected_max(L) + law.expected_order(last, L)
-    uniform = np.full(L, 1.0 / L)
-    if rounds == 0:
-        staleness = Pmf.from_probs(0, np.full(last, 1.0 / last))
-    else:
-        middle = np.convolve(uniform, uniform)                    # U + V
-        tail = np.convolve(uniform, np.full(last, 1.0 / last))    # the last round's
-        parts = [(L, np.pad(uniform, (0, 2 * L - 1 - L))),
-                 ((rounds - 1) * L, middle), (last, np.pad(tail, (0, 2 * L - 1 - len(tail))))]
-        staleness = Pmf.from_probs(0, sum(w * p for w, p in parts) / n)
+    staleness = _barrier_staleness(L, rounds, last, n)
     laws = dict(base.laws)
     laws["epoch_time"] = "exact: rounds of E[max of L steps], the last to its n-th gradient"
     laws["staleness"] = "exact: U + V, ranks uniform on 0..L-1 in consecutive rounds"
@@ -163,6 +155,27 @@ def _barrier(scenario, base, run, law):
                    epoch_time_s=run.epoch_time(t_last, n),
                    steady_throughput_samples_per_s=L * scenario.workload.sub_batch / per_round,
                    staleness=staleness, laws=laws, gradients=n, updates=n)
+
+
+def _barrier_staleness(L: int, rounds: int, last: int, n: int):
+    """U + V, U and V uniform on 0..L-1 (the first round: V alone; the last,
+    of ``last`` gradients: V below ``last``), mixed by the gradients of
+    each: the sums of uniforms are trapezoids, P(U + V = j) = (number of
+    pairs) / (L last), in closed form on the lattice of pmf.lattice."""
+    from ..pmf import Pmf, lattice
+
+    j, width = lattice(0, 2 * L - 2)
+
+    def pairs(a: int, b: int) -> np.ndarray:
+        """How many (u, v), u < a and v < b, sum to each j."""
+        return np.clip(np.minimum.reduce([j + 1, np.full_like(j, min(a, b)),
+                                          a + b - 1 - j]), 0, None).astype(float)
+
+    if rounds == 0:
+        return Pmf.from_probs(int(j[0]), (j < last) / last * width, width)
+    mixed = (L * (j < L) / L + (rounds - 1) * L * pairs(L, L) / L**2
+             + last * pairs(L, last) / (L * last)) / n
+    return Pmf.from_probs(int(j[0]), mixed * width, width)
 
 
 def _modelled_barrier(scenario, costs, base, run, law):

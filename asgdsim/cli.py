@@ -181,6 +181,7 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     """Simulate the command's scenario and write its files (run and compare;
     ``events`` False leaves out the per-gradient and per-update tables)."""
     scenario = _load(args)      # first: a mistake is answered before the heavy imports
+    budget.check_learners(scenario, args.scenario)      # so is a cluster too big to simulate
     from .output import check_writable, write_run
     from .simulation import simulate
 

@@ -83,7 +83,7 @@ def warm():
     """Import what the commands import, so no case pays it against its limit."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(["predict", str(HERE / "scenarios" / "base.yaml")])
-        import asgdsim.output, asgdsim.simulation, asgdsim.sweep  # noqa: F401, E401
+        import asgdsim.output, asgdsim.plan, asgdsim.simulation, asgdsim.sweep  # noqa: F401, E401
 
 
 def _fill(text: str, tmp_path: Path) -> str:

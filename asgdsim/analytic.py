@@ -1223,7 +1223,8 @@ def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
     counts, k, _ = _gradients_per_cycle(g, T / per_gpu, step.cv, exponential)
     nonempty = 1.0 - float(counts[k == 0].sum())
     positive = k >= 1
-    minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive])
+    width = int(k[1] - k[0]) if len(k) > 1 else 1       # a lattice past MAX_SUPPORT values
+    minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive], width)
     # the windows a gradient waits through hold nothing of its own GPU's
     others = 1.0 - (1.0 - nonempty) ** ((g - 1) / g)
     cycle = step.scaled(per_gpu / step.mean)
@@ -1355,6 +1356,10 @@ def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.n
     return np.where(sd > 0, spread, ((mu > t_from) & (mu <= t_to)).astype(float))
 
 
+#: GPUs beyond which a cycle's binomial count is written where its mass is
+MANY_GPUS = 16_384
+
+
 def _gradients_per_cycle(g: int, ratio: float, cv: float,
                          exponential: bool) -> tuple[np.ndarray, np.ndarray, str]:
     """The law of the gradients arriving in one cycle from g independent GPUs.
@@ -1373,15 +1378,24 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     """
     mean = g * ratio
     if exponential:
-        k = np.arange(0, math.ceil(mean + 14 * math.sqrt(mean)) + 2)
-        return _poisson_pmf(k, mean), k, "exact: Poisson(G T / m)"
+        # where the mass is (14 standard deviations; a lattice past
+        # MAX_SUPPORT values): a billion GPUs' cycles hold hundreds of millions
+        k, width = lattice(max(0, math.floor(mean - 14 * math.sqrt(mean))),
+                           math.ceil(mean + 14 * math.sqrt(mean)) + 1)
+        return width * _poisson_pmf(k, mean), k, "exact: Poisson(G T / m)"
     whole, frac = math.floor(ratio), ratio - math.floor(ratio)
     # a window shorter than a step holds at most one delivery per GPU: the
     # renewal variance only builds up over the steps beyond the first
     lattice_var, renewal_var = g * frac * (1 - frac), g * max(0.0, ratio - 1.0) * cv ** 2
     if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
-        j = np.arange(0, g + 1)
-        return (binomial(j, g, frac), g * whole + j,
+        j, width = np.arange(0, g + 1), 1
+        if g > MANY_GPUS:
+            # the binomial where its mass is, not every one of the GPUs
+            sd = math.sqrt(lattice_var)
+            j, width = lattice(max(0, math.floor(g * frac - 14 * sd)),
+                               min(g, math.ceil(g * frac + 14 * sd)))
+            j = j[j <= g]
+        return (width * binomial(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
     k, probs = _count_law(mean, lattice_var + renewal_var)
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"

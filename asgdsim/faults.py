@@ -272,7 +272,10 @@ def with_failures(scenario, costs, whole):
         return replace(scaled, laws=laws)
     # the other learners up while a learner steps: its own unit's, and each
     # other unit's with chance A
-    up = np.arange(units)
+    # the counts of other units up where their binomial has mass (14
+    # standard deviations), not all of a million units
+    centre, spread = (units - 1) * available, 14 * math.sqrt((units - 1) * available * (1 - available))
+    up = np.arange(max(0, math.floor(centre - spread)), min(units - 1, math.ceil(centre + spread)) + 1)
     chance = binomial(up, units - 1, available)
     others_up = up * per_unit + (per_unit - 1)
     most = int(40 * (others_up.max() + 1)) + 10

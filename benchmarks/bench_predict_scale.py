@@ -116,12 +116,12 @@ def main() -> None:
     # the scenario validator caps the learners of a simulation; not here
     from asgdsim import scenario as scenario_module
     scenario_module.MAX_LEARNERS = max(scenario_module.MAX_LEARNERS, *counts)
-    print(f"{'kind':<14}{'compute':<13}" + "".join(f"{f'L={n:,}':>14}" for n in counts))
+    print(f"{'kind':<14}{'compute':<13}" + "".join(f" {f'L={n:,}':>14}" for n in counts))
     predict(scenario("async", 64, "jitter"))         # imports and catalog caches warm
     for kind in args.kinds.split(","):
         for timing in args.timing.split(","):
             cells = [_fmt(timed(kind, n, timing, args.limit), args.limit) for n in counts]
-            print(f"{kind:<14}{timing:<13}" + "".join(f"{c:>14}" for c in cells), flush=True)
+            print(f"{kind:<14}{timing:<13}" + "".join(f" {c:>14}" for c in cells), flush=True)
 
 
 if __name__ == "__main__":

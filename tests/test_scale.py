@@ -200,3 +200,42 @@ def test_async_staleness_of_a_million_learners_keeps_its_mean():
     width = int(np.diff(pred.staleness.values).min())
     assert width > 1
     assert abs(pred.staleness.mean - expected) <= width / 2
+
+
+def _fixed_staleness_walked(learners, k, updates):
+    """k-async's fixed schedule walked learner by learner, as before blocks:
+    the reference the blocks of gcd(L, K) must equal."""
+    from asgdsim.algorithms.kasync import _add
+
+    version, counts = 0, np.zeros(1)
+    reads = np.zeros(learners, dtype=np.int64)
+    queue, applied = list(range(learners)), 0
+    while applied < updates:
+        batches, released, this = len(queue) // k, [], np.zeros(1)
+        for j in range(min(batches, updates - applied)):
+            batch = queue[j * k:(j + 1) * k]
+            version += 1
+            this = _add(this, np.bincount(version - reads[batch] - 1))
+            reads[batch] = version
+            released.extend(batch)
+        applied += min(batches, updates - applied)
+        counts = _add(counts, this)
+        queue = queue[batches * k:] + released
+    return Pmf.from_probs(0, counts)
+
+
+@pytest.mark.parametrize("learners, k, updates", [(12, 8, 50), (12, 4, 31), (30, 12, 77),
+                                                  (7, 3, 40), (16, 16, 5)])
+def test_k_async_fixed_schedule_by_blocks(learners, k, updates):
+    from asgdsim.algorithms.kasync import _fixed_staleness
+
+    got, expected = _fixed_staleness(learners, k, updates), _fixed_staleness_walked(learners, k, updates)
+    assert np.array_equal(got.values, expected.values)
+    assert np.allclose(got.probs, expected.probs, rtol=1e-12, atol=0)
+
+
+def test_ssp_of_a_million_learners_says_how_many_it_walked():
+    pred = predict(scenario("ssp", 10**6, {"compute": {"distribution": "exponential",
+                                                        "mean": "1.2 s"},
+                                            "communication": "ideal"}, staleness_bound=2))
+    assert "walked on 16,384 of the 1,000,000 learners" in pred.laws["epoch_time"]

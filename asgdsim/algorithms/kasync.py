@@ -150,9 +150,16 @@ def _fixed_staleness(learners: int, k: int, updates: int):
     at one instant and queue: the ones left over from the last period
     first, then the released in order of release; every K of them make an
     update. Once a period repeats the last (the queue's order and each
-    learner's lag), the rest of the run repeats it."""
+    learner's lag), the rest of the run repeats it. Learners are walked in
+    blocks of gcd(L, K), exactly."""
     from ..pmf import Pmf
 
+    # every batch, leftover and release moves whole runs of gcd(L, K)
+    # learners that keep together: the schedule of L / g blocks in batches
+    # of K / g has the same staleness, g times each (a million learners in
+    # halves are two blocks)
+    block = math.gcd(learners, k)
+    learners, k = learners // block, k // block
     version, counts = 0, np.zeros(1)
     reads = np.zeros(learners, dtype=np.int64)          # the version each learner read
     queue = np.arange(learners)                          # first period: all, in order

@@ -77,8 +77,12 @@ def predict(scenario, costs):
         return replace(base, laws=laws)
     # what the bound costs a step: the recursion of its start times, walked
     # on fixed draws of the step law, against free-running learners
-    n = max(1, round(base.gradients))
-    held, free = _bound_recursion(law, L, s, n), _bound_recursion(law, L, math.inf, n)
+    # beyond the simulator's learners, the recursion walks WALKED_LEARNERS of
+    # them for as many steps each (the bound then waits for the slowest of
+    # those: the cost of a million learners' bound is underestimated)
+    walked = min(L, WALKED_LEARNERS)
+    n = max(1, round(base.gradients * walked / L))
+    held, free = _bound_recursion(law, walked, s, n), _bound_recursion(law, walked, math.inf, n)
     # the run's last gradient: the bound's recursion itself with ideal
     # communication; else async's, later by what the bound costs
     per_second = Run.of(scenario).epoch_time(1.0, base.gradients)   # epoch time is linear in it
@@ -90,6 +94,9 @@ def predict(scenario, costs):
                           f"bound, walked on fixed draws of the step law (the bound costs "
                           f"{(held - free) / steps / law.mean:.1%} of a step)"
                           + ("" if _ideal(scenario) else ", its cost added to async's run"))
+    if walked < L:
+        laws["epoch_time"] += (f"; walked on {walked:,} of the {L:,} learners (the slowest of "
+                               "all of them would hold the bound back more)")
     laws["staleness"] = "approximation: async's law (mean L - 1 in steady state, exact)"
     return replace(base, t_gpu_s=base.t_gpu_s * slower, t_update_s=base.t_update_s * slower,
                    epoch_time_s=t_last * per_second,
@@ -99,6 +106,8 @@ def predict(scenario, costs):
 
 #: steps x learners x replications of the bound's recursion walked at most
 RECURSION_DRAWS = 400_000
+#: learners the bound's recursion walks at most (the simulator's cap)
+WALKED_LEARNERS = 16_384
 
 
 def _bound_recursion(law, learners: int, bound: float, gradients: int) -> float:

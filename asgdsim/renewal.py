@@ -63,33 +63,50 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     return float(np.trapezoid(below, grid)), law.sums_exactly
 
 
-def kth_event_staggered(law, ready: np.ndarray, k: int) -> float:
+def kth_event_staggered(law, ready: np.ndarray | tuple[float, float, int], k: int) -> float:
     """When the expected count of events reaches k - 1/2: learner i's
     renewal process of steps ~ ``law`` starts at ``ready[i]``, and E[N_i(t)]
-    = sum over j of F_j(t - ready[i]).
+    = sum over j of F_j(t - ready[i]). ``ready`` may be a progression
+    (first, spacing, learners): learner i (from 0) at first + i spacing.
 
     The sum over learners is a convolution: the start times spread on the
-    grid (each split between its two nearest points), convolved with F_j,
-    so thousands of learners cost what a few do."""
-    lo = float(ready.min())
-    # by then every learner has had ceil(k / L) steps, all but surely
-    hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
+    grid (each split between its two nearest points; a progression's
+    counted at its nearest points in closed form), convolved with F_j, so
+    thousands of learners (or a million in a progression) cost what a few do."""
     points = 2049
+    if isinstance(ready, tuple):
+        first, spacing, learners = ready
+        lo, top = first, first + (learners - 1) * spacing
+    else:
+        learners, lo, top = len(ready), float(ready.min()), float(ready.max())
+    # by then every learner has had ceil(k / L) steps, all but surely
+    hi = top + law.sum_of(math.ceil(k / learners)).ppf(1 - 1e-6)
     grid = np.linspace(lo, hi, points)
-    at = (ready - lo) / (grid[1] - grid[0])
-    below = np.minimum(np.floor(at).astype(int), points - 2)
-    share = at - below
-    starts = (np.bincount(below, 1.0 - share, minlength=points)
-              + np.bincount(below + 1, share, minlength=points))
-    if len(ready) > EXACT_LEARNERS:
-        count = np.convolve(starts, _renewal_function(law, grid - lo))[:points]
-        return float(np.interp(k - 0.5, count, grid))
-    count = np.zeros(points)
-    for j in range(1, k + 1):
-        at_least = np.convolve(starts, law.sum_of(j).cdf(grid - lo))[:points]
-        count += at_least
-        if at_least[-1] < 1e-9:
-            break
+    if isinstance(ready, tuple):
+        # the learners at or below each midpoint between grid points
+        edges = np.concatenate([(grid[1:] + grid[:-1]) / 2, [math.inf]])
+        upto = learners if spacing == 0 else np.clip(
+            np.floor((edges - first) / spacing) + 1, 0, learners)
+        starts = np.diff(np.concatenate([[0.0], np.broadcast_to(upto, edges.shape)]))
+    else:
+        at = (ready - lo) / (grid[1] - grid[0])
+        below = np.minimum(np.floor(at).astype(int), points - 2)
+        share = at - below
+        starts = (np.bincount(below, 1.0 - share, minlength=points)
+                  + np.bincount(below + 1, share, minlength=points))
+    if learners > EXACT_LEARNERS:
+        renewal = _renewal_function(law, grid - lo)
+    else:
+        # sum over j of F_j, then one convolution (the sum of the
+        # convolutions, by linearity): until the j-th events of all the
+        # learners together are fewer than 1e-9 by the grid's end
+        renewal = np.zeros(points)
+        for j in range(1, k + 1):
+            at_least = law.sum_of(j).cdf(grid - lo)
+            renewal += at_least
+            if learners * at_least[-1] < 1e-9:
+                break
+    count = np.convolve(starts, renewal)[:points]
     return float(np.interp(k - 0.5, count, grid))
 
 

@@ -239,3 +239,39 @@ def test_ssp_of_a_million_learners_says_how_many_it_walked():
                                                         "mean": "1.2 s"},
                                             "communication": "ideal"}, staleness_bound=2))
     assert "walked on 16,384 of the 1,000,000 learners" in pred.laws["epoch_time"]
+
+
+def _staggered_by_convolutions(law, ready, k):
+    """The k-th event of staggered renewal processes with a convolution per
+    sum of steps, as before the sum was convolved once (the reference)."""
+    from asgdsim.renewal import kth_event_staggered  # noqa: F401 (the one compared)
+
+    lo = float(ready.min())
+    hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
+    points = 2049
+    grid = np.linspace(lo, hi, points)
+    at = (ready - lo) / (grid[1] - grid[0])
+    below = np.minimum(np.floor(at).astype(int), points - 2)
+    share = at - below
+    starts = (np.bincount(below, 1.0 - share, minlength=points)
+              + np.bincount(below + 1, share, minlength=points))
+    count = np.zeros(points)
+    for j in range(1, k + 1):
+        at_least = np.convolve(starts, law.sum_of(j).cdf(grid - lo))[:points]
+        count += at_least
+        if at_least[-1] < 1e-9:
+            break
+    return float(np.interp(k - 0.5, count, grid))
+
+
+@pytest.mark.parametrize("learners, spacing", [(64, 0.08), (300, 1e-3), (1000, 0.0)])
+def test_staggered_events_convolve_the_renewal_function_once(learners, spacing):
+    """Convolution is linear: one convolution of the summed cdfs is the sum
+    of the convolutions, to rounding (and the sums stop where every
+    learner's next event together falls below 1e-9, no earlier)."""
+    from asgdsim.renewal import kth_event_staggered
+
+    law = Law("lognormal", "lognorm", scale=1.2 * math.exp(-0.05**2 / 2), shape=0.05)
+    ready = 0.1 + spacing * np.arange(learners)
+    assert kth_event_staggered(law, ready, learners // 2) == pytest.approx(
+        _staggered_by_convolutions(law, ready, learners // 2), rel=1e-12)

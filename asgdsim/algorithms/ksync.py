@@ -39,7 +39,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..renewal import kth_event_mean, kth_event_staggered
+from ..renewal import EXACT_LEARNERS, kth_event_mean, kth_event_staggered
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
 
@@ -106,7 +106,9 @@ def predict(scenario, costs):
         # the port's bound: the K pushes one after another from the first
         first = max(kth_event_mean(cycle, L, k)[0],
                     kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s
-        ready = reply - out + out * np.arange(1, L + 1)
+        # learner i (from 1) ready i pulls after the reply's start; a
+        # progression, not an array, beyond the simulator's learners
+        ready = reply - out + out * np.arange(1, L + 1) if L <= EXACT_LEARNERS else (reply, out, L)
         steady = max(kth_event_staggered(cycle, ready, k),
                      kth_event_staggered(cycle, ready, 1) + (k - 1) * to_port) + update_s
         epoch_law = ("approximation: the K-th event of L renewal processes of a step and its "

@@ -36,9 +36,9 @@ from scipy import special
 
 from . import mva
 from .costs import Costs, costs_of
-from .distributions import Law, Straggling
+from .distributions import Law, Straggling, top_quantile
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
-from .pmf import Pmf, binomial
+from .pmf import Pmf, binomial, lattice
 from .renewal import kth_event_mean
 from .scenario import Scenario
 from .skeleton import Skeleton, Walk, busiest, period_of, queued_behind
@@ -238,20 +238,23 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
         return np.array([low, low + 1]), np.array([1 - frac, frac])
     p = 1.0 - var / mean
     # support out to 14 standard deviations, and for a negative binomial past
-    # the point where its geometric tail, below (1-q)^k / q, drops under 1e-13
-    top = lambda extra=0: np.arange(0, math.ceil(max(mean + 14 * math.sqrt(var), extra)) + 2)  # noqa: E731
+    # the point where its geometric tail, below (1-q)^k / q, drops under 1e-13;
+    # on a coarser lattice past MAX_SUPPORT values (pmf.lattice)
+    top = lambda extra=0: lattice(0, math.ceil(max(mean + 14 * math.sqrt(var), extra)) + 1)  # noqa: E731
     if abs(p) <= 1e-4:      # Poisson: its variance is 0.01 % off at most
-        k = top()
-        return k, _poisson_pmf(k, mean)
+        k, width = top()
+        return k, width * _poisson_pmf(k, mean)
     if p < 0:
         r, q = mean**2 / (var - mean), mean / var
-        k = top(math.log(1e-13 * q) / math.log1p(-q))
-        return k, np.exp(special.gammaln(k + r) - special.gammaln(r) - special.gammaln(k + 1)
-                         + r * math.log(q) + special.xlog1py(k, -q))
+        k, width = top(math.log(1e-13 * q) / math.log1p(-q))
+        return k, width * np.exp(special.gammaln(k + r) - special.gammaln(r)
+                                 - special.gammaln(k + 1) + r * math.log(q)
+                                 + special.xlog1py(k, -q))
     trials = max(1, round(mean / p))
     sd = math.sqrt(var)      # the window that holds the mass, not every one of the trials
-    k = np.arange(max(0, math.floor(mean - 14 * sd)), min(trials, math.ceil(mean + 14 * sd)) + 1)
-    return k, binomial(k, trials, min(1.0, mean / trials))
+    k, width = lattice(max(0, math.floor(mean - 14 * sd)), min(trials, math.ceil(mean + 14 * sd)))
+    k = k[k <= trials]
+    return k, width * binomial(k, trials, min(1.0, mean / trials))
 
 
 def _poisson_pmf(k: np.ndarray, mean: float) -> np.ndarray:
@@ -260,9 +263,11 @@ def _poisson_pmf(k: np.ndarray, mean: float) -> np.ndarray:
 
 def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = False) -> Pmf:
     """A weighted mixture of count laws (weight, values, probabilities);
-    ``positive`` drops zero and renormalises each law first."""
+    ``positive`` drops zero and renormalises each law first. Past
+    MAX_SUPPORT values, on the coarser lattice of pmf.lattice."""
     top = max(int(v.max()) for _, v, _ in laws) + 1
-    total = np.zeros(top + 1)
+    _, width = lattice(0, top)
+    total = np.zeros(top // width + 2)
     for weight, values, probs in laws:
         if positive:
             keep = values > 0
@@ -270,8 +275,9 @@ def _mixture(laws: list[tuple[float, np.ndarray, np.ndarray]], positive: bool = 
             if probs.sum() <= 0:
                 continue
             probs = probs / probs.sum()
-        np.add.at(total, values.astype(int), weight * probs)
-    return Pmf.from_probs(0, total)
+        # bins of width integers from 0, each written at its middle
+        np.add.at(total, values.astype(int) // width, weight * probs)
+    return Pmf.from_probs((width - 1) // 2, total, width)
 
 
 def _grouped(means: np.ndarray, variances: np.ndarray, weights: np.ndarray,
@@ -430,8 +436,8 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         staleness, staleness_law = Pmf.point(0), "exact: the run stops before updates overlap"
     elif _ideal(sc) and _is_exponential(law):
         p = 1.0 / (1.0 + mean)
-        k = np.arange(0, math.ceil(math.log(1e-13) / math.log1p(-p)) + 2)
-        staleness = Pmf.from_probs(0, p * (1 - p) ** k)
+        k, width = lattice(0, math.ceil(math.log(1e-13) / math.log1p(-p)) + 1)
+        staleness = Pmf.from_probs(int(k[0]), p * (1 - p) ** k, width)
         staleness_law = ("exact: geometric, ideal communication and exponential compute "
                          "(mean M - 1 in steady state; a run's start and stop take M (M - 1) / n)")
     else:
@@ -459,7 +465,8 @@ def _async_staleness(m: int, n: float, mean: float, c2: float) -> Pmf:
     first_mean = min(others, others * (1.0 + c2) / 2.0)
     weight = min(1.0, m / max(n, 1.0))
     if c2 <= 1e-6:
-        first = (np.arange(m), np.full(m, 1.0 / m))
+        ranks, width = lattice(0, m - 1)
+        first = (ranks, np.full(len(ranks), 1.0 / len(ranks)))
     else:
         first = _count_law(first_mean, others * c2 + others**2 * c2 / 4)
     laws = [(weight, *first)]
@@ -999,16 +1006,89 @@ def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
                        k: int) -> tuple[float, float, bool]:
     """Many learners: the server's port sets the pace; messages leave and
-    arrive one after another, the rest of the loop overlaps with them."""
+    arrive one after another, the rest of the loop overlaps with them.
+    Learner i (from 1) is ready i pulls after the round starts: a
+    progression, so the round costs what a few learners cost
+    (:func:`_staggered_queue`)."""
     p = topo.learners
     # each shard's port takes one part of every learner's message
     shards = topo.instances("server_port_in")
     message = loop.demand_s("server_port_in") / shards
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
-    ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") / shards + local
-    later = _push_queue(ready, law, message, k) + update_s
-    first = _push_queue(np.full(p, local), law, message, k) + update_s
+    pull = loop.demand_s("server_port_out") / shards
+    later = _staggered_queue(local, pull, p, law, message, k) + update_s
+    first = _staggered_queue(local, 0.0, p, law, message, k) + update_s
     return first, later, False
+
+
+#: points of the grids on which many learners' arrivals are integrated
+STAGGER_GRID = 4096
+
+
+def _staggered_queue(start: float, spacing: float, p: int, law: Law, message_s: float,
+                     k: int) -> float:
+    """:func:`_push_queue` for learners i = 1..p ready at start + i spacing,
+    in O(1) of p: where the ready times are spread (spacing > 0), they are
+    taken as a continuum, each spacing wide (an error of about one spacing
+    in a round of p of them), so the mixture of the arrival laws is the
+    difference of the law's partial expectations, E[(y - X)+], and the
+    product of the learners' cdfs the exponential of an integral of log F.
+    The port's queue is a max over the arrivals' ranks j of (j-th arrival +
+    (k - j) messages), and the j-th arrival interpolates the mixture's
+    quantiles on a grid: piecewise linear in j, so its max over j lies at a
+    rank next to a grid point, and only those ranks are evaluated."""
+    a, s = start, spacing
+    if law.is_constant:
+        # arrivals in order: j-th (from 0) at a + (j + 1) s + step
+        first, last = a + s + law.mean, a + k * s + law.mean
+        if message_s == 0:
+            return last
+        return max(first + k * message_s, last + message_s)
+    lo_q, hi_q = law.ppf(1e-9), law.ppf(top_quantile(p))
+    # the mixture's cdf on a grid spanning every learner's arrivals
+    grid = np.linspace(a + s / 2 + lo_q, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
+    if s == 0:
+        mixture = np.asarray(law.cdf(grid - a - s), dtype=float)
+        e_max = a + law.expected_max(p)
+    else:
+        top, bottom = grid - a - s / 2, grid - a - (p + 0.5) * s
+        mixture = (law.partial_expectation(top) - law.partial_expectation(bottom)) / (p * s)
+        e_max = _staggered_max(a, s, p, law, lo_q, hi_q)
+    mixture = np.maximum.accumulate(np.clip(mixture, 0.0, 1.0))
+    if p == 1:
+        return e_max + message_s
+
+    def arrival(j: np.ndarray) -> np.ndarray:
+        """E of the j-th arrival (from 0): Blom's positions on the mixture,
+        the exact E[max] for the last."""
+        targets = (j + 1 - 0.375) / (p + 0.25)
+        out = np.interp(targets, mixture, grid)
+        return np.where(j == p - 1, e_max, out)
+
+    if message_s == 0:
+        return float(arrival(np.array([k - 1]))[0])
+    # ranks where the interpolation bends, with their neighbours, and the ends
+    ranks = (p + 0.25) * mixture + 0.375 - 1
+    j = np.unique(np.clip(np.concatenate([np.floor(ranks), np.ceil(ranks), [0, k - 1]]),
+                          0, k - 1).astype(np.int64))
+    return float(np.max(arrival(j) + (k - j) * message_s))
+
+
+def _staggered_max(a: float, s: float, p: int, law: Law, lo_q: float, hi_q: float) -> float:
+    """E[max of a + i s + X_i, i = 1..p] with the ready times as a
+    continuum: log P(max <= x) = (1/s) x the integral of log F over
+    [x - a - (p + 1/2) s, x - a - s/2]. Below the last learner's 1e-9
+    quantile the max is surely not: the integral starts there."""
+    t = np.linspace(lo_q, hi_q, 8 * STAGGER_GRID)
+    log_f = np.log(np.clip(np.asarray(law.cdf(t), dtype=float), 1e-300, 1.0))
+    # the integral of log F from lo_q to t (log F is about 0 above hi_q)
+    big = np.concatenate([[0.0], np.cumsum((log_f[1:] + log_f[:-1]) / 2 * np.diff(t))])
+    x0 = a + (p + 0.5) * s + lo_q
+    x = np.linspace(x0, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
+    upper = np.interp(x - a - s / 2, t, big)           # clamped at either end
+    lower = np.interp(x - a - (p + 0.5) * s, t, big)
+    below = np.exp(np.minimum((upper - lower) / s, 0.0))
+    return float(x0 + np.trapezoid(1.0 - below, x))
 
 
 def _push_queue(ready: np.ndarray, law: Law, message_s: float, k: int) -> float:
@@ -1276,7 +1356,8 @@ def _uniform_tail(sc: Scenario, law: Law, costs: Costs, g: int, per_gpu: float,
     counts, k, _ = _gradients_per_cycle(g, T / per_gpu, step.cv, exponential)
     nonempty = 1.0 - float(counts[k == 0].sum())
     positive = k >= 1
-    minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive])
+    width = int(k[1] - k[0]) if len(k) > 1 else 1       # a lattice past MAX_SUPPORT values
+    minibatch = Pmf.from_probs(int(k[positive][0]), counts[positive], width)
     # the windows a gradient waits through hold nothing of its own GPU's
     others = 1.0 - (1.0 - nonempty) ** ((g - 1) / g)
     cycle = step.scaled(per_gpu / step.mean)
@@ -1408,6 +1489,10 @@ def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.n
     return np.where(sd > 0, spread, ((mu > t_from) & (mu <= t_to)).astype(float))
 
 
+#: GPUs beyond which a cycle's binomial count is written where its mass is
+MANY_GPUS = 16_384
+
+
 def _gradients_per_cycle(g: int, ratio: float, cv: float,
                          exponential: bool) -> tuple[np.ndarray, np.ndarray, str]:
     """The law of the gradients arriving in one cycle from g independent GPUs.
@@ -1426,15 +1511,24 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float,
     """
     mean = g * ratio
     if exponential:
-        k = np.arange(0, math.ceil(mean + 14 * math.sqrt(mean)) + 2)
-        return _poisson_pmf(k, mean), k, "exact: Poisson(G T / m)"
+        # where the mass is (14 standard deviations; a lattice past
+        # MAX_SUPPORT values): a billion GPUs' cycles hold hundreds of millions
+        k, width = lattice(max(0, math.floor(mean - 14 * math.sqrt(mean))),
+                           math.ceil(mean + 14 * math.sqrt(mean)) + 1)
+        return width * _poisson_pmf(k, mean), k, "exact: Poisson(G T / m)"
     whole, frac = math.floor(ratio), ratio - math.floor(ratio)
     # a window shorter than a step holds at most one delivery per GPU: the
     # renewal variance only builds up over the steps beyond the first
     lattice_var, renewal_var = g * frac * (1 - frac), g * max(0.0, ratio - 1.0) * cv ** 2
     if renewal_var <= 0.1 * lattice_var or renewal_var == 0:
-        j = np.arange(0, g + 1)
-        return (binomial(j, g, frac), g * whole + j,
+        j, width = np.arange(0, g + 1), 1
+        if g > MANY_GPUS:
+            # the binomial where its mass is, not every one of the GPUs
+            sd = math.sqrt(lattice_var)
+            j, width = lattice(max(0, math.floor(g * frac - 14 * sd)),
+                               min(g, math.ceil(g * frac + 14 * sd)))
+            j = j[j <= g]
+        return (width * binomial(j, g, frac), g * whole + j,
                 "approximation: G floor(T/m) + Binomial(G, frac(T/m)), near-constant steps")
     k, probs = _count_law(mean, lattice_var + renewal_var)
     return probs, k, "approximation: binomial plus renewal variance G T cv^2 / m"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .scenario import Scenario
 
 __all__ = ["DEFAULT_MAX_EVENTS", "DEFAULT_MAX_MEMORY", "EVENTS_PER_S", "Estimate", "check",
-           "estimate"]
+           "check_learners", "estimate"]
 
 #: gradients plus update cycles simulated per second of wall time: the
 #: default scenario at 200,000 gradients ran 218,000 in 3.05 s on a 2-core
@@ -144,9 +144,27 @@ def estimate(scenario: Scenario) -> Estimate:
     return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
 
 
+def check_learners(scenario: Scenario, source: str) -> None:
+    """Refuse a simulation of more learners than the simulator can hold
+    (the closed form takes any number: ``predict`` is not refused here)."""
+    from .scenario import MAX_LEARNERS
+
+    learners = scenario.cluster.learners
+    if learners > MAX_LEARNERS:
+        raise ScenarioError(source, [("cluster.nodes", (
+            f"expected at most {MAX_LEARNERS:,} learners to simulate, got {learners:,} "
+            f"({scenario.cluster.nodes:,} nodes of {scenario.cluster.learners_per_node:,}): the "
+            "simulator holds a process and random streams per learner; asgdsim predict gives "
+            "the closed form at any size"))])
+
+
 def check(scenario: Scenario, source: str, max_events: float = DEFAULT_MAX_EVENTS,
-          max_memory: float = DEFAULT_MAX_MEMORY) -> Estimate:
-    """Refuse, with the estimate, a run beyond the limits; else return its estimate."""
+          max_memory: float = DEFAULT_MAX_MEMORY, simulated: bool = True) -> Estimate:
+    """Refuse, with the estimate, a run beyond the limits; else return its
+    estimate. ``simulated`` False (``predict``) skips the simulator's own
+    bound on the learners and keeps the checks of the stop and the cycle."""
+    if simulated:
+        check_learners(scenario, source)     # first: the estimate itself predicts
     try:
         size = estimate(scenario)
     except ScenarioError as exc:

@@ -182,6 +182,7 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     """Simulate the command's scenario and write its files (run and compare;
     ``events`` False leaves out the per-gradient and per-update tables)."""
     scenario = _load(args)      # first: a mistake is answered before the heavy imports
+    budget.check_learners(scenario, args.scenario)      # so is a cluster too big to simulate
     from .output import check_writable, write_run
     from .simulation import simulate
 
@@ -296,7 +297,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
                         workers=1 if args.workers is None else args.workers,
                         scheduler=args.scheduler, overwrite=args.overwrite,
-                        progress=print_progress, overrides=_overrides(args.set))
+                        progress=print_progress, overrides=_overrides(args.set),
+                        max_events=args.max_events, max_memory=args.max_memory)
     except SweepError as exc:
         raise UsageError(str(exc)) from None
     if sys.stderr.isatty():
@@ -307,15 +309,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+#: sub-batch sizes the planner tries (plan.SUB_BATCHES, not imported: pandas)
+PLAN_SUB_BATCHES = 6
+
+
+def _plan_too_wide(max_gpus: int) -> str:
+    """Why --max-gpus is refused, with what ranking up to it would cost."""
+    if max_gpus < 1:
+        return f"--max-gpus: expected an integer from 1 to {MAX_PLAN_GPUS:,}, got {max_gpus}"
+    # node counts 1, 2, 4, ... up to max_gpus, for each GPU count per node and
+    # sub-batch, and for the kinds with a knob each of its powers of two
+    counts = max_gpus.bit_length()
+    per_count = counts * PLAN_SUB_BATCHES * (counts + 1)
+    return (f"--max-gpus: expected an integer from 1 to {MAX_PLAN_GPUS:,}, got {max_gpus:,}: "
+            f"the plan ranks every configuration up to it by the closed form, {counts} node "
+            f"counts x {PLAN_SUB_BATCHES} sub-batches x up to {counts + 1} values of a kind's knob "
+            f"(k, n or the staleness bound) = about {per_count:,} closed forms per GPU count per "
+            f"node, and simulates the best; lower --max-gpus (the machine's size bounds it too)")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     problems = [
         *([] if math.isfinite(args.target_minibatch) and args.target_minibatch > 0 else
           [f"--target-minibatch: expected a finite number above 0, got {args.target_minibatch}"]),
         *([] if 0 < args.tolerance < 1 else
           [f"--tolerance: expected a number between 0 and 1, got {args.tolerance}"]),
-        *([] if 1 <= args.max_gpus <= MAX_PLAN_GPUS else
-          [f"--max-gpus: expected an integer from 1 to {MAX_PLAN_GPUS:,} (every configuration "
-           f"up to it is ranked by the closed form), got {args.max_gpus}"]),
+        *([] if 1 <= args.max_gpus <= MAX_PLAN_GPUS else [_plan_too_wide(args.max_gpus)]),
         *([] if args.confirm >= 0 else [f"--confirm: expected at least 0, got {args.confirm}"]),
         *([] if args.max_staleness is None or (math.isfinite(args.max_staleness)
                                                  and args.max_staleness >= 0) else
@@ -336,7 +355,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _check_scheduler(args.scheduler)
     result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
                   args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
-                  overrides=overrides, max_staleness=args.max_staleness)
+                  overrides=overrides, max_staleness=args.max_staleness,
+                  max_events=args.max_events, max_memory=args.max_memory)
     atomic_write(out / "plan.csv", lambda tmp: result.table.to_csv(tmp, index=False))
     figure = plan_figure(result, scenario.name)
     atomic_write(out / "plan.png", lambda tmp: figure.savefig(tmp, dpi=120, format="png"))
@@ -411,7 +431,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     scenario = _load(args)
     # a stop or cycle the closed form cannot describe is refused, not computed
-    budget.check(scenario, args.scenario, math.inf, math.inf)
+    budget.check(scenario, args.scenario, math.inf, math.inf, simulated=False)
     pred = predict(scenario)
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
     return 0
@@ -661,13 +681,14 @@ def _bytes(text: str) -> float:
     return value
 
 
-def _budget_flags(parser: argparse.ArgumentParser) -> None:
+def _budget_flags(parser: argparse.ArgumentParser, what: str = "a run") -> None:
     parser.add_argument("--max-events", type=_bounded(float, 0, low_open=True),
                         default=budget.DEFAULT_MAX_EVENTS, metavar="N",
-                        help="refuse a run estimated at more events (gradients and update "
-                        f"cycles; default {budget.DEFAULT_MAX_EVENTS:.0e}, some minutes)")
+                        help=f"refuse {what} estimated at more events (gradients and update "
+                        f"cycles; default {budget.DEFAULT_MAX_EVENTS:.0e}, some minutes), "
+                        "before anything is simulated")
     parser.add_argument("--max-memory", type=_bytes, default=budget.DEFAULT_MAX_MEMORY,
-                        metavar="BYTES", help="refuse a run estimated to need more memory "
+                        metavar="BYTES", help=f"refuse {what} estimated to need more memory "
                         f"(default {budget.DEFAULT_MAX_MEMORY / 1e9:g} GB)")
 
 
@@ -721,6 +742,7 @@ def _parser() -> argparse.ArgumentParser:
                      "replications of the same grid keys to run only the new points")
     swp.add_argument("--overwrite", action="store_true",
                      help="replace a folder that holds something else")
+    _budget_flags(swp, "a grid point")
     swp.set_defaults(func=cmd_sweep)
 
     pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
@@ -747,6 +769,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="replace plan.csv and plan.png in an output folder that holds files")
     pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override one scenario key first, e.g. stop.epochs=5")
+    _budget_flags(pln, "a candidate to confirm")
     pln.set_defaults(func=cmd_plan)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
            "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of",
-           "learner_laws"]
+           "learner_classes", "learner_laws"]
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
@@ -176,6 +176,30 @@ def learner_laws(scenario: Scenario, costs: Costs) -> list:
     for index in sorted(set(slow.learners)) if slow is not None else ():
         laws[index] = laws[index].scaled(slow.slowdown)
     return laws
+
+
+def learner_classes(scenario: Scenario, costs: Costs) -> list[dict]:
+    """The learners' laws as classes: for each group (one without groups),
+    {law: how many of its learners have it}. What ``learner_laws`` lists
+    learner by learner, in the size of the groups and the slow learners'
+    list, not of the cluster: the closed form of a million learners reads
+    this."""
+    cluster, slow = scenario.cluster, scenario.faults.slow_learners
+    if costs.group_computes:
+        sizes = list(zip(cluster.group_learners, costs.group_computes))
+    else:
+        sizes = [(cluster.learners, costs.compute)]
+    slowed = sorted(set(slow.learners)) if slow is not None else []
+    out, first = [], 0
+    for size, law in sizes:
+        mine = sum(first <= i < first + size for i in slowed)
+        classes = {law: size - mine} if size > mine else {}
+        if mine:
+            scaled = law.scaled(slow.slowdown)
+            classes[scaled] = classes.get(scaled, 0) + mine
+        out.append(classes)
+        first += size
+    return out
 
 
 def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None = None) -> float:

@@ -30,7 +30,7 @@ from scipy import special
 from .pmf import binomial
 from .specs import LawSpec
 
-__all__ = ["Law", "Empirical", "law_from_spec"]
+__all__ = ["Law", "Empirical", "law_from_spec", "top_quantile"]
 
 _BLOCK = 4096
 FAMILIES = ("expon", "uniform", "gamma", "lognorm")
@@ -208,7 +208,7 @@ class Law(_Duration):
 
         base = self.shift + self.loc   # the random part's lower end
         tail = lambda x: -math.expm1(n * math.log(max(self.cdf(base + x), 1e-300)))  # noqa: E731
-        upper = self.ppf(1 - 1e-12 / n) - base
+        upper = self.ppf(top_quantile(n)) - base
         return base + integrate.quad(tail, 0.0, upper, limit=400)[0]
 
     def expected_order(self, k: int, n: int) -> float:
@@ -225,7 +225,7 @@ class Law(_Duration):
         from scipy import integrate
 
         tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(base + x))  # noqa: E731
-        upper = self.ppf(1 - 1e-12 / n) - base
+        upper = self.ppf(top_quantile(n)) - base
         # break points where the order statistic's mass is, so a long tail
         # does not hide it from the quadrature
         points = sorted({self.ppf(q) - base for q in (0.01 / n, 0.5 / n, k / (n + 1), 0.5,
@@ -246,8 +246,23 @@ def _standard_var(family: str | None, shape: float) -> float:
     return {None: 0.0, "expon": 1.0, "uniform": 1 / 12, "gamma": shape}[family]
 
 
+#: beyond this many terms a harmonic number is digamma's, not a sum
+_SUMMED_HARMONICS = 16_384
+
+
 def _harmonic(n: int) -> float:
-    return math.fsum(1.0 / k for k in range(1, n + 1))
+    if n <= _SUMMED_HARMONICS:
+        return math.fsum(1.0 / k for k in range(1, n + 1))
+    # H_n = psi(n + 1) + Euler's gamma, to rounding: a million learners'
+    # rounds cost what a few learners' do
+    return float(special.digamma(n + 1)) + np.euler_gamma
+
+
+def top_quantile(n: int) -> float:
+    """The level 1 - 1e-12 / n, where the max of n draws has all but 1e-12 of
+    its mass below; no nearer to 1 than a double can tell from 1 (beyond
+    about 4,500 draws 1 - 1e-12 / n rounds to 1, whose quantile is infinite)."""
+    return min(1 - 1e-12 / n, 1 - 2.0**-52)
 
 
 def law_from_spec(spec: LawSpec) -> Law:
@@ -322,7 +337,7 @@ class _Mixed(_Duration):
         where the parts' medians are."""
         from scipy import integrate
 
-        upper = self.ppf(1 - 1e-12 / n)
+        upper = self.ppf(top_quantile(n))
         tail = lambda x: special.betaincc(k, n - k + 1, self.cdf(x))  # noqa: E731
         breaks = sorted({m for m in (p.ppf(0.5) for p in self.parts) if 0 < m < upper})
         return integrate.quad(tail, 0.0, upper, limit=400, points=breaks)[0]

@@ -68,12 +68,16 @@ def with_learner_laws(scenario, costs, whole):
     slow learners, or both. Each learner's law is costs.learner_laws';
     ``whole`` took a learner's law at random (the mean law) for all."""
     from .analytic import OUTSIDE, _ideal
-    from .costs import learner_laws
+    from .costs import learner_classes
 
     from .shapes import COMPOSED, with_groups
 
-    laws = learner_laws(scenario, costs)
-    kind, alike = scenario.algorithm.kind, all(law == laws[0] for law in laws)
+    # by class, not learner by learner: a million learners are a few laws
+    classes = learner_classes(scenario, costs)
+    distinct = Counter()
+    for group in classes:
+        distinct.update(group)
+    kind, alike = scenario.algorithm.kind, len(distinct) == 1
     exact = _ideal(scenario) and kind in ("sync", "async")
     if (scenario.cluster.groups is not None and kind in COMPOSED and not exact
             and scenario.faults.slow_learners is None
@@ -89,12 +93,11 @@ def with_learner_laws(scenario, costs, whole):
                            f"closed form of {kind} here assumes identical learners (it takes "
                            "the law of a learner drawn at random"
                            + (" and the first group's loop" if shapes else "") + ")")
-        figures = _group_figures(scenario, laws, kind if exact else None)
+        figures = _group_figures(scenario, classes, kind if exact else None)
         return replace(whole, laws=out, groups=figures)
-    distinct = Counter(laws)
     if kind == "sync":
-        return _sync_rounds(scenario, whole, laws, distinct)
-    return _async_rates(scenario, costs, whole, laws, distinct)
+        return _sync_rounds(scenario, whole, classes, distinct)
+    return _async_rates(scenario, costs, whole, classes, distinct)
 
 
 def _differences(scenario, costs) -> str:
@@ -115,11 +118,13 @@ def _differences(scenario, costs) -> str:
     return "; ".join(parts)
 
 
-def _sync_rounds(scenario, whole, laws, distinct):
+def _sync_rounds(scenario, whole, classes, distinct):
     """A round is E[max] of independent steps of the learners' laws: the
     integral of 1 - prod_j F_j(x)^(n_j), n_j learners of law j."""
-    total = len(laws)
-    upper = max(law.ppf(1 - 1e-12 / total) for law in distinct)
+    from .distributions import top_quantile
+
+    total = sum(distinct.values())
+    upper = max(law.ppf(top_quantile(total)) for law in distinct)
     def tail(x: float) -> float:
         return 1.0 - math.prod(law.cdf(x) ** n for law, n in distinct.items())
     round_s = integrate.quad(tail, 0.0, upper, limit=400)[0]
@@ -135,18 +140,18 @@ def _sync_rounds(scenario, whole, laws, distinct):
                              "laws (the groups', the slow learners')")
     return replace(whole, t_update_s=round_s, epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                   laws=out, groups=_group_figures(scenario, laws, "sync"))
+                   laws=out, groups=_group_figures(scenario, classes, "sync"))
 
 
-def _async_rates(scenario, costs, whole, laws, distinct):
+def _async_rates(scenario, costs, whole, classes, distinct):
     """Learners are independent renewal processes: gradients arrive at the
     sum of their rates; with exponential steps learner i's staleness is
     geometric with p_i its share of that sum, and the law their mixture
     weighted by each one's share of the gradients."""
     from .analytic import _is_exponential
-    from .pmf import Pmf
+    from .pmf import Pmf, lattice
 
-    total = len(laws)
+    total = sum(distinct.values())
     rates = {law: 1.0 / law.mean for law in distinct}
     rate = sum(n * rates[law] for law, n in distinct.items())
     scale = (total / costs.compute.mean) / rate
@@ -155,9 +160,9 @@ def _async_rates(scenario, costs, whole, laws, distinct):
         # learners of one law are alike: sum over the laws, n_j of each
         shares = {law: r / rate for law, r in rates.items()}
         most = math.ceil(math.log(1e-13) / math.log1p(-min(shares.values()))) + 2
-        k = np.arange(most)
+        k, width = lattice(0, most - 1)
         probs = sum(distinct[law] * p * p * (1 - p) ** k for law, p in shares.items())
-        staleness = Pmf.from_probs(0, probs)
+        staleness = Pmf.from_probs(int(k[0]), probs, width)
         out["staleness"] = ("exact: a mixture of geometric laws, learner i's with p_i its share "
                             "of the gradient rate, weighted by that share")
     elif not any(law.is_constant for law in distinct):
@@ -173,7 +178,7 @@ def _async_rates(scenario, costs, whole, laws, distinct):
     return replace(whole, t_update_s=whole.t_update_s * scale,
                    epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                   staleness=staleness, laws=out, groups=_group_figures(scenario, laws, "async"))
+                   staleness=staleness, laws=out, groups=_group_figures(scenario, classes, "async"))
 
 
 def _renewal_staleness(distinct, rates, rate):
@@ -198,9 +203,10 @@ def _renewal_staleness(distinct, rates, rate):
     return _mixture(parts)
 
 
-def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
+def _group_figures(scenario, classes, exact_kind: str | None) -> tuple[dict, ...]:
     """The closed form's figures of each group (cluster.groups), where it
-    has them (``exact_kind``: sync or async with ideal communication):
+    has them (``exact_kind``: sync or async with ideal communication), from
+    each group's classes of learners ({law: learners}, costs.learner_classes):
 
     - sync: every learner gives one gradient a round, so a group's share is
       its share of the learners, and its mean step its laws' mean;
@@ -215,22 +221,22 @@ def _group_figures(scenario, laws, exact_kind: str | None) -> tuple[dict, ...]:
     groups = scenario.cluster.groups
     if not groups:
         return ()
-    out, first = [], 0
-    rates = np.array([1.0 / law.mean for law in laws])
-    total = rates.sum()
-    for group, n in zip(groups, scenario.cluster.group_learners):
-        mine = slice(first, first + n)
-        first += n
+    out = []
+    learners = sum(n for group in classes for n in group.values())
+    own_rates = [sum(n / law.mean for law, n in group.items()) for group in classes]
+    total = sum(own_rates)
+    constant = any(law.is_constant for group in classes for law in group)
+    for group, mine, own, n in zip(groups, classes, own_rates, scenario.cluster.group_learners):
         figures = {"learners": n, "gpu": group.gpu.name, "mean_step_s": None,
                    "throughput_share": None, "staleness_mean": None}
         if exact_kind == "sync":
-            figures.update(mean_step_s=float(np.mean([law.mean for law in laws[mine]])),
-                           throughput_share=n / len(laws))
+            figures.update(mean_step_s=sum(law.mean * k for law, k in mine.items()) / n,
+                           throughput_share=n / learners)
         elif exact_kind == "async":
-            own = rates[mine].sum()
             figures.update(mean_step_s=float(n / own), throughput_share=float(own / total))
-            if not any(law.is_constant for law in laws):
-                figures["staleness_mean"] = float((total - rates[mine]).sum() / own)
+            if not constant:
+                figures["staleness_mean"] = float(sum(k * (total - 1.0 / law.mean)
+                                                      for law, k in mine.items()) / own)
         out.append(figures)
     return tuple(out)
 
@@ -253,7 +259,7 @@ def with_failures(scenario, costs, whole):
     Every other kind: the epoch time scaled by 1 / A, labelled outside.
     """
     from .analytic import OUTSIDE, _ideal, _is_exponential
-    from .pmf import Pmf, binomial
+    from .pmf import Pmf, binomial, lattice
 
     spec, law = scenario.faults.failures, costs.compute
     available = spec.mtbf / (spec.mtbf + spec.repair)
@@ -285,14 +291,39 @@ def with_failures(scenario, costs, whole):
         return replace(scaled, laws=laws)
     # the other learners up while a learner steps: its own unit's, and each
     # other unit's with chance A
-    up = np.arange(units)
+    # the counts of other units up where their binomial has mass (14
+    # standard deviations), not all of a million units
+    centre, spread = (units - 1) * available, 14 * math.sqrt((units - 1) * available * (1 - available))
+    up = np.arange(max(0, math.floor(centre - spread)), min(units - 1, math.ceil(centre + spread)) + 1)
     chance = binomial(up, units - 1, available)
     others_up = up * per_unit + (per_unit - 1)
     most = int(40 * (others_up.max() + 1)) + 10
-    k = np.arange(most)
-    probs = sum(w / (1 + u) * (u / (1 + u)) ** k for w, u in zip(chance, others_up) if w > 1e-15)
+    k, width = lattice(0, most - 1)
+    weights, means = _binned_units(chance, others_up, max(MIN_UP_GROUPS, UP_TERMS // len(k)))
+    probs = sum(w / (1 + u) * (u / (1 + u)) ** k for w, u in zip(weights, means))
     laws["epoch_time"] = (f"exact (long run): the failure-free rate times the share of time up "
                           f"({available:.1%}), exponential steps being memoryless")
     laws["staleness"] = ("approximation: geometric with mean the other learners up, binomial "
                          "over the failure units (repairs long against a step)")
-    return replace(scaled, staleness=Pmf.from_probs(0, probs), laws=laws)
+    return replace(scaled, staleness=Pmf.from_probs(int(k[0]), probs, width), laws=laws)
+
+
+#: terms (geometric laws x their values) the staleness mixture may take, and
+#: the fewest groups of counts of learners up it is cut into
+UP_TERMS, MIN_UP_GROUPS = 2**22, 16
+
+
+def _binned_units(chance: np.ndarray, others_up: np.ndarray,
+                  groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """The counts of others up that carry weight (above 1e-15), as they are;
+    or, where there are more than ``groups`` of them (a binomial over a
+    million learners spans thousands), that many runs of consecutive counts,
+    each at its weighted mean: their geometric laws differ in mean by a
+    fraction sqrt((1 - A) / (A L)) of it, far below what the mixture shows."""
+    keep = chance > 1e-15
+    chance, others_up = chance[keep], others_up[keep]
+    if len(chance) <= groups:
+        return chance, others_up
+    group = np.arange(len(chance)) * groups // len(chance)
+    weights = np.bincount(group, weights=chance)
+    return weights, np.bincount(group, weights=chance * others_up) / weights

@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import catalog
+from . import budget, catalog
 from .analytic import predict
 from .memory import footprint
 from .scenario import apply_overrides, scenario_from_dict
-from .sweep import Point, raw_scenario, run_on_dask
+from .sweep import Point, check_points, raw_scenario, run_on_dask
 
 __all__ = ["Plan", "plan", "SUB_BATCHES", "COLUMNS"]
 
@@ -88,10 +88,15 @@ def _candidates(per_node: int, max_nodes: int | None, max_gpus: int) -> list[tup
 
 def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: int = 1024,
          confirm: int = 3, workers: int = 1, scheduler: str | None = None,
-         overrides: dict | None = None, max_staleness: float | None = None) -> Plan:
+         overrides: dict | None = None, max_staleness: float | None = None,
+         max_events: float = budget.DEFAULT_MAX_EVENTS,
+         max_memory: float = budget.DEFAULT_MAX_MEMORY) -> Plan:
     """Rank every configuration by the closed form; confirm by simulation.
 
-    ``overrides`` (dotted keys, as ``--set``) change the scenario first."""
+    ``overrides`` (dotted keys, as ``--set``) change the scenario first.
+    Every candidate that confirming may simulate (the feasible ones, in
+    turn) has its run estimated first, and one beyond ``max_events`` or
+    ``max_memory`` (budget.py) is refused before any simulation starts."""
     raw, source = raw_scenario(scenario)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
@@ -148,6 +153,11 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
                                                 for c in ("nodes", "gpus_per_node", "sub_batch",
                                                           *([knob_key] if knob else []))))), 0)
     index_of = {point_of(i): i for i in queue}
+    if confirm:
+        # any feasible candidate may be simulated (a refuted one hands its
+        # turn on): all are estimated before the first simulation starts
+        check_points(raw, source, [point_of(i) for i in queue], "candidate",
+                     max_events=max_events, max_memory=max_memory)
     first, queue = queue[:confirm], queue[confirm:]
     confirmed = []
 

@@ -4,18 +4,41 @@ histograms and the closed-form laws.
 A :class:`Pmf` is a pair of arrays (values, probabilities). Both sides of
 every comparison (empirical staleness, analytic staleness, mini-batch sizes)
 become one, so means, quantiles and distances are computed the same way.
+
+A closed-form law of a million learners spans millions of values (async's
+staleness has mean L - 1). Past ``MAX_SUPPORT`` values a law is kept on a
+coarser lattice instead: the middle of every ``width`` integers, each point
+holding the mass of its bin (:func:`lattice`), so no law costs
+more than ``MAX_SUPPORT`` points whatever the cluster's size. Every law of a
+cluster the simulator can hold (16,384 learners: async's geometric staleness
+reaches 30 x 16,384 before its tail is cut) fits on the integers.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Pmf", "binomial", "total_variation"]
+__all__ = ["MAX_SUPPORT", "Pmf", "binomial", "lattice", "total_variation"]
 
 #: probability mass below which an analytic law's tail is cut
 TAIL = 1e-12
+#: the most values a closed-form law is written on (see the module's docstring)
+MAX_SUPPORT = 2**19
+
+
+def lattice(lo: float, hi: float) -> tuple[np.ndarray, int]:
+    """The integers from ``lo`` to ``hi`` (lo rounded down, hi up), or past
+    ``MAX_SUPPORT`` of them the middles of bins of ``width`` integers each,
+    [lo + i width, lo + (i + 1) width): (points, width). A law evaluated at
+    the points and normalised is the midpoint rule of its bins, so its mean
+    moves by at most half an integer (a middle rounded down) plus the law's
+    curvature across a bin."""
+    lo, hi = math.floor(lo), math.ceil(hi)
+    width = max(1, math.ceil((hi - lo + 1) / MAX_SUPPORT))
+    return np.arange(lo + (width - 1) // 2, hi + 1, width), width
 
 
 def binomial(k: np.ndarray, trials: int, q: float) -> np.ndarray:
@@ -43,12 +66,12 @@ class Pmf:
         return cls(np.array([int(value)]), np.array([1.0]))
 
     @classmethod
-    def from_probs(cls, start: int, probs: np.ndarray) -> Pmf:
-        """Values start, start + 1, ...; trims the negligible tails and renormalises."""
+    def from_probs(cls, start: int, probs: np.ndarray, width: int = 1) -> Pmf:
+        """Values start, start + width, ...; trims the negligible tails and renormalises."""
         probs = np.clip(np.asarray(probs, dtype=float), 0.0, None)
         keep = np.flatnonzero(probs > TAIL)
         probs = probs[keep[0]:keep[-1] + 1]
-        return cls(np.arange(start + keep[0], start + keep[-1] + 1), probs / probs.sum())
+        return cls(start + width * np.arange(keep[0], keep[-1] + 1), probs / probs.sum())
 
     def less(self, part: Pmf, share: float) -> Pmf:
         """The law of the rest of a mixture: this law is ``share`` of ``part``

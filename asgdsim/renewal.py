@@ -7,7 +7,11 @@ The k-th event of them all ends a round of ``k-batch-sync`` and a short
 ``downpour`` run. Exact for exponential steps (their superposition is
 Poisson: k m / L) and fixed ones (ceil(k / L) m); for any other law,
 P(N(t) < k) = P(sum of L renewal counts < k), each count's law from the
-cdfs of sums of j steps, F_j (exact where ``Law.sum_of`` is).
+cdfs of sums of j steps, F_j (exact where ``Law.sum_of`` is). Beyond
+``EXACT_LEARNERS`` processes (more than the simulator holds) the sum of
+their counts is taken as normal with its mean and variance (the central
+limit theorem, with a half-count continuity correction; the error falls as
+1/sqrt(L)), so a million learners cost what a few do.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["kth_event_mean", "events_staggered"]
+__all__ = ["EXACT_LEARNERS", "kth_event_mean", "events_staggered"]
+
+#: processes up to which the law of the summed counts is computed exactly
+EXACT_LEARNERS = 16_384
 
 
 def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
@@ -47,37 +54,93 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     spread = 12 * np.sqrt(learners * np.maximum(pmf @ counts**2 - (pmf @ counts) ** 2, 0.0)) + 1
     below = (mean + spread < k).astype(float)
     between = np.abs(mean - k) <= spread
-    if between.any():
+    if between.any() and learners > EXACT_LEARNERS:
+        sd = np.sqrt(learners * np.maximum(pmf @ counts**2 - (pmf @ counts) ** 2, 0.0))
+        below[between] = special.ndtr((k - 0.5 - mean[between]) / np.maximum(sd[between], 1e-300))
+    elif between.any():
         rows = np.pad(one[between], ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
         below[between] = np.clip(_power_below(rows, learners, k).sum(axis=1), 0.0, 1.0)
     return float(np.trapezoid(below, grid)), law.sums_exactly
 
 
-def events_staggered(law, ready: np.ndarray, k: int) -> np.ndarray:
+def events_staggered(law, ready: np.ndarray | tuple[float, float, int], k: int) -> np.ndarray:
     """When the expected count of events reaches j - 1/2, for j = 1 .. k:
     learner i's renewal process of steps ~ ``law`` starts at ``ready[i]``,
-    and E[N_i(t)] = sum over j of F_j(t - ready[i]).
+    and E[N_i(t)] = sum over j of F_j(t - ready[i]). ``ready`` may be a
+    progression (first, spacing, learners): learner i (from 0) at first + i
+    spacing.
 
     The sum over learners is a convolution: the start times spread on the
-    grid (each split between its two nearest points), convolved with F_j,
-    so thousands of learners cost what a few do."""
-    lo = float(ready.min())
-    # by then every learner has had ceil(k / L) steps, all but surely
-    hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
+    grid (each split between its two nearest points; a progression's
+    counted at its nearest points in closed form), convolved with F_j, so
+    thousands of learners (or a million in a progression) cost what a few do."""
     points = 2049
+    if isinstance(ready, tuple):
+        first, spacing, learners = ready
+        lo, top = first, first + (learners - 1) * spacing
+    else:
+        learners, lo, top = len(ready), float(ready.min()), float(ready.max())
+    # by then every learner has had ceil(k / L) steps, all but surely
+    hi = top + law.sum_of(math.ceil(k / learners)).ppf(1 - 1e-6)
     grid = np.linspace(lo, hi, points)
-    at = (ready - lo) / (grid[1] - grid[0])
-    below = np.minimum(np.floor(at).astype(int), points - 2)
-    share = at - below
-    starts = (np.bincount(below, 1.0 - share, minlength=points)
-              + np.bincount(below + 1, share, minlength=points))
-    count = np.zeros(points)
-    for j in range(1, k + 1):
-        at_least = np.convolve(starts, law.sum_of(j).cdf(grid - lo))[:points]
-        count += at_least
-        if at_least[-1] < 1e-9:
-            break
+    if isinstance(ready, tuple):
+        # the learners at or below each midpoint between grid points
+        edges = np.concatenate([(grid[1:] + grid[:-1]) / 2, [math.inf]])
+        upto = learners if spacing == 0 else np.clip(
+            np.floor((edges - first) / spacing) + 1, 0, learners)
+        starts = np.diff(np.concatenate([[0.0], np.broadcast_to(upto, edges.shape)]))
+    else:
+        at = (ready - lo) / (grid[1] - grid[0])
+        below = np.minimum(np.floor(at).astype(int), points - 2)
+        share = at - below
+        starts = (np.bincount(below, 1.0 - share, minlength=points)
+                  + np.bincount(below + 1, share, minlength=points))
+    if learners > EXACT_LEARNERS:
+        renewal = _renewal_function(law, grid - lo)
+    else:
+        # sum over j of F_j, then one convolution (the sum of the
+        # convolutions, by linearity): until the j-th events of all the
+        # learners together are fewer than 1e-9 by the grid's end
+        renewal = np.zeros(points)
+        for j in range(1, k + 1):
+            at_least = law.sum_of(j).cdf(grid - lo)
+            renewal += at_least
+            if learners * at_least[-1] < 1e-9:
+                break
+    count = np.convolve(starts, renewal)[:points]
     return np.interp(np.arange(1, k + 1) - 0.5, count, grid)
+
+
+#: sums of steps whose cdfs the renewal function adds one by one
+SUMMED_STEPS = 64
+
+
+def _renewal_function(law, t: np.ndarray) -> np.ndarray:
+    """E[N(t)] = sum over j of F_j(t), for t >= 0: the first SUMMED_STEPS
+    terms as they are, the rest (a learner that has run many steps, as the
+    first of a million learners queued for their weights has) as sums of
+    many steps are, normal, summed as an integral over j: (1/m) E[(x - Z)+]
+    with x = t - (J + 1/2) m and Z ~ Normal(0, sd^2 t / m), plus the cv^2 / 2
+    of renewal theory's expansion as that tail sets in. One convolution
+    then spreads it over the learners' start times (the sum over j of the
+    convolutions, by linearity)."""
+    total = np.zeros_like(t)
+    for j in range(1, SUMMED_STEPS + 1):
+        at_least = law.sum_of(j).cdf(t)
+        total += at_least
+        if at_least[-1] < 1e-12:
+            return total
+    m, sd = law.mean, law.std
+    x = t - (SUMMED_STEPS + 0.5) * m
+    spread = sd * np.sqrt(np.maximum(t, m) / m)
+    if sd == 0:
+        return total + np.maximum(x, 0.0) / m
+    z = x / spread
+    # the integral over j with the spread at its value at t leaves out what
+    # the spread's growth with j adds, cv^2 / 2 once the tail is under way
+    # (so that E[N(t)] = t / m + (cv^2 - 1) / 2 + o(1), as renewal theory has it)
+    tail = (spread * np.exp(-z**2 / 2) / math.sqrt(2 * math.pi) + x * special.ndtr(z)) / m
+    return total + tail + law.cv**2 / 2 * special.ndtr(z)
 
 
 def _power_below(pmf: np.ndarray, times: int, k: int) -> np.ndarray:

@@ -353,8 +353,15 @@ class Stop(_Spec):
         return self
 
 
-#: the most learners a scenario may have (see Scenario._learners_within_reach)
+#: the most learners a simulation may have (budget.check_learners): the
+#: simulator holds a process and random streams per learner, and beyond this
+#: it takes minutes before the first event
 MAX_LEARNERS = 16_384
+#: the most learners any scenario may have, predicted or simulated: the closed
+#: form's cost does not grow with the learners, but its counts (gradients,
+#: versions) are floats, exact to 2**53, and a run's gradients are counted
+#: per learner
+MAX_CLOSED_FORM_LEARNERS = 10**9
 
 
 class Scenario(_Spec):
@@ -369,12 +376,12 @@ class Scenario(_Spec):
 
     @model_validator(mode="after")
     def _learners_within_reach(self) -> Scenario:
-        # the simulator holds a process and random streams per learner and the
-        # closed form's queueing analysis steps through the learners one by
-        # one: beyond this, both take minutes before the first event
-        if self.cluster.learners > MAX_LEARNERS:
+        # only this bound holds for every command: ``predict`` answers a
+        # million learners in milliseconds; a simulation's own, lower bound
+        # (MAX_LEARNERS) is checked before it starts (budget.check_learners)
+        if self.cluster.learners > MAX_CLOSED_FORM_LEARNERS:
             raise KeyedError("cluster.nodes",
-                             f"expected at most {MAX_LEARNERS:,} learners in all, got "
+                             f"expected at most {MAX_CLOSED_FORM_LEARNERS:,} learners in all, got "
                              f"{self.cluster.learners:,} ({self.cluster.nodes:,} nodes of "
                              f"{self.cluster.learners_per_node:,})")
         return self

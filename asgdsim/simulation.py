@@ -77,6 +77,9 @@ def _failures(env, scenario: Scenario, prediction: Prediction, cluster: Cluster,
 
 def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     """Simulate ``scenario`` (with ``seed`` instead of the scenario's, if given)."""
+    from .budget import check_learners
+
+    check_learners(scenario, scenario.name)       # the simulator's own bound, not predict's
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     if seed != scenario.seed:

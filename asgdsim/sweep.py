@@ -32,13 +32,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import safeyaml
+from . import budget, safeyaml
 from .atomic import atomic_text, atomic_write
+from .errors import ScenarioError
 from .scenario import apply_overrides, load_scenario, scenario_from_dict
 from .simulation import simulate
 
-__all__ = ["Point", "SweepError", "grid_points", "point_seed", "run_point", "run_on_dask", "sweep",
-           "flatten", "print_progress", "raw_scenario"]
+__all__ = ["Point", "SweepError", "check_points", "grid_points", "point_seed", "run_point",
+           "run_on_dask", "sweep", "flatten", "print_progress", "raw_scenario"]
 
 FIGURES = ("epoch_time_s", "throughput_samples_per_s")
 STATISTICS = ("mean", "p95")
@@ -60,6 +61,11 @@ class Point:
     @property
     def key(self) -> str:
         return json.dumps([list(self.values), self.replication], sort_keys=True, default=str)
+
+    @property
+    def label(self) -> str:
+        """The point as its keys and values, as a user gave them."""
+        return ", ".join(f"{key}={value}" for key, value in self.values)
 
     @property
     def id(self) -> str:
@@ -102,6 +108,21 @@ def run_point(raw: dict, source: str, point: Point) -> dict:
             **flatten(result.summary), "wall_time_s": result.summary["wall_time_s"]}
 
 
+def check_points(raw: dict, source: str, points: Iterable[Point], what: str = "grid point",
+                 max_events: float = budget.DEFAULT_MAX_EVENTS,
+                 max_memory: float = budget.DEFAULT_MAX_MEMORY) -> None:
+    """Estimate every point's run (budget.py) before any starts, and refuse
+    the first over the limits, named: a sweep must not run for minutes and
+    then find its last point too big."""
+    for point in points:
+        scenario = scenario_from_dict(raw, point.overrides, source=source)
+        try:
+            budget.check(scenario, source, max_events, max_memory)
+        except ScenarioError as exc:
+            raise ScenarioError(source, [(key, f"{what} {point.label}: {message}")
+                                         for key, message in exc.problems]) from None
+
+
 def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
     """The scenario file as written (overrides apply to it as --set does)."""
     load_scenario(scenario)           # refuses a bad file with its own message
@@ -142,13 +163,17 @@ def _progress(done: int, failed: int, total: int, started: float, ran: int) -> s
 def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
           out: str | Path, workers: int = 1, scheduler: str | None = None,
           overwrite: bool = False, progress: Callable[[str], None] | None = None,
-          overrides: dict[str, Any] | None = None) -> pd.DataFrame:
+          overrides: dict[str, Any] | None = None,
+          max_events: float = budget.DEFAULT_MAX_EVENTS,
+          max_memory: float = budget.DEFAULT_MAX_MEMORY) -> pd.DataFrame:
     """Run every grid point not yet finished in ``out``; return the grid's results.
 
     ``workers`` local worker processes, or the Dask cluster at ``scheduler``;
     ``overrides`` (dotted keys, as ``--set``) change the scenario for every
     point. Running again with more values or replications of the same grid
-    keys runs only the new points.
+    keys runs only the new points. Every point's run is estimated first, and
+    a point beyond ``max_events`` or ``max_memory`` (budget.py) is refused
+    before any simulation starts.
     """
     if not grid or any(not isinstance(v, list) or not v for v in grid.values()):
         raise SweepError("a grid needs at least one key, each with a list of values")
@@ -159,8 +184,10 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
         scenario_from_dict(raw, overrides, source=source)     # refused here if wrong
         raw = apply_overrides(raw, overrides, source)
     points = grid_points(grid, replications)
-    for point in points[::replications]:        # every value checked before anything runs
-        scenario_from_dict(raw, point.overrides, source=source)
+    # every value checked, and every point's cost estimated, before anything
+    # runs (replications differ in their seed only, which the estimate ignores)
+    check_points(raw, source, points[::replications], max_events=max_events,
+                 max_memory=max_memory)
     out = Path(out)
     _prepare(out, {"scenario": raw, "keys": list(grid), "grid": grid, "replications": replications},
              overwrite)

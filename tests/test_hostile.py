@@ -2,18 +2,29 @@
 the answer its file states (exit 2 and a message naming the file and the
 key, or exit 0 for the valid base), fast, and never a traceback.
 
-One parametrized test runs every case in-process through ``main`` (the
-command line's own entry), so the corpus costs the checks, not 200 Python
-start-ups. A case has two seconds; the first pays the imports once, in a
-warm-up, not against its limit.
+One parametrized test runs every case through ``main`` (the command line's
+own entry) in a child forked from the test's warm process, so the corpus
+costs the checks, not 200 Python start-ups (the imports are paid once, in a
+warm-up, not against any case's limit). A case has two seconds and 500 MB:
+the child's peak resident memory (its ru_maxrss) less what it held at the
+fork (pages of its parent's it touches again count against it: the limit
+errs strict). Its address space is also capped a
+little above that (RLIMIT_AS), so a memory bomb the checks miss ends as a
+MemoryError in the child, not on the machine; and a child still running
+after ten seconds is killed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
 import re
+import resource
 import shlex
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +35,13 @@ from asgdsim.cli import main
 
 HERE = Path(__file__).parent / "hostile"
 LIMIT_S = 2.0
+#: the most memory a case may take, resident, beyond what it starts with
+LIMIT_BYTES = 500e6
+#: room in the address space beyond the resident limit: threads' stacks and
+#: allocators' arenas reserve address space they never touch
+ADDRESS_SLACK = 1e9
+#: a child still running after this is killed (a case that hangs)
+KILL_AFTER_S = 10.0
 
 
 def _expectation(path: Path) -> tuple[int, str]:
@@ -65,7 +83,7 @@ def warm():
     """Import what the commands import, so no case pays it against its limit."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(["predict", str(HERE / "scenarios" / "base.yaml")])
-        import asgdsim.output, asgdsim.simulation, asgdsim.sweep  # noqa: F401, E401
+        import asgdsim.output, asgdsim.plan, asgdsim.simulation, asgdsim.sweep  # noqa: F401, E401
 
 
 def _fill(text: str, tmp_path: Path) -> str:
@@ -86,6 +104,66 @@ def _run(argv: list[str]) -> tuple[int, str]:
     return status, err.getvalue()
 
 
+def _pages(field: int) -> int:
+    """This process's size (0) or resident set (1), in bytes (/proc/self/statm)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _run_limited(argv: list[str]) -> tuple[int, str, float, float]:
+    """(status, stderr, seconds, bytes beyond the start) of ``main(argv)`` in
+    a forked child under the address-space cap; the child writes its answer
+    to a pipe and leaves without running the parent's clean-ups."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    cap = _pages(0) + int(LIMIT_BYTES + ADDRESS_SLACK)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child
+        os.close(read_end)
+        answer = {"status": 1, "err": "the child failed before main"}
+        try:
+            # what the child holds to begin with: its high-water mark counts from here
+            start = _pages(1)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+            started = time.perf_counter()
+            status, err = _run(argv)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+            answer = {"status": status, "err": err, "took": time.perf_counter() - started,
+                      "grown": peak - start}
+        except BaseException as exc:                  # noqa: BLE001 (reported, not raised)
+            answer = {"status": -1, "err": f"{type(exc).__name__}: {exc}", "took": 0.0}
+        finally:
+            with os.fdopen(write_end, "w") as pipe:
+                pipe.write(json.dumps(answer))
+            os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + KILL_AFTER_S
+    chunks = []
+    os.set_blocking(read_end, False)
+    while True:
+        # drain the pipe as the child writes, so a long message cannot block it
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(read_end, 1 << 16):
+                chunks.append(chunk)
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_end)
+            return -9, f"killed after {KILL_AFTER_S} s", KILL_AFTER_S, 0.0
+        time.sleep(0.002)
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(read_end, 1 << 16):
+            chunks.append(chunk)
+    os.close(read_end)
+    text = b"".join(chunks).decode()
+    answer = json.loads(text) if text else {"status": -wait_status, "err": "no answer", "took": 0}
+    return answer["status"], answer["err"], answer["took"], answer.get("grown", 0.0)
+
+
 @pytest.mark.parametrize("kind, args, user_catalog, status, words", CASES)
 def test_hostile_input(kind, args, user_catalog, status, words, tmp_path, monkeypatch, warm):
     monkeypatch.chdir(tmp_path)          # a default output folder lands here, not in the repo
@@ -99,11 +177,42 @@ def test_hostile_input(kind, args, user_catalog, status, words, tmp_path, monkey
     else:
         argv = shlex.split(_fill(args, tmp_path))
         words = _fill(words, tmp_path)
-    started = time.perf_counter()
-    got, err = _run(argv)
-    took = time.perf_counter() - started
+    got, err, took, grown = _run_limited(argv)
     assert "Traceback" not in err and "internal error" not in err, err
     assert got == status, f"exit {got}, expected {status}: {err}"
     if status:
         assert words in err, f"{words!r} not in: {err}"
     assert took < LIMIT_S, f"took {took:.2f} s"
+    assert grown < LIMIT_BYTES, f"took {grown / 1e6:.0f} MB"
+
+
+def test_the_memory_limit_holds():
+    """The limit is measured where the case runs: a child that touches
+    100 MB more is seen to take at least that (touching more is slow on a
+    small machine), and one that asks for more than the cap gets a
+    MemoryError rather than the machine's memory."""
+    import numpy as np
+
+    original = main.__globals__["main"]
+    touched = 100e6
+
+    def hungry(argv):
+        block = np.ones(int(touched) // 8)        # touched: resident
+        return int(block[0]) + 1
+
+    def greedy(argv):
+        np.empty(int(LIMIT_BYTES + 2 * ADDRESS_SLACK) // 8)
+        return 0
+
+    global _run
+    saved = _run
+    try:
+        _run = lambda argv: (hungry(argv), "")     # noqa: E731
+        status, _, _, grown = _run_limited([])
+        assert status == 2 and grown >= touched
+        _run = lambda argv: (greedy(argv), "")     # noqa: E731
+        status, err, _, _ = _run_limited([])
+        assert status == -1 and "MemoryError" in err
+    finally:
+        _run = saved
+    assert main.__globals__["main"] is original

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from asgdsim import load_scenario, predict
 from asgdsim.cli import main
@@ -112,3 +113,22 @@ def test_equally_fast_configurations_rank_the_cheaper_first(tmp_path):
                          <= best["predicted_epoch_time_s"] * 1.01) & result.table["feasible"]]
     assert len(same) > 1
     assert best["gpu_hours_per_epoch"] == same["gpu_hours_per_epoch"].min()
+
+
+def test_a_candidate_over_the_budget_is_refused_before_any_simulation(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Confirming may simulate any feasible candidate (a refuted one hands
+    its turn on), so each is estimated before the first starts: the first
+    over --max-events is named, with its estimate, and nothing runs."""
+    import asgdsim.plan as plan_module
+
+    ranked = plan(SCENARIO, 512, tolerance=0.2, max_gpus=64, confirm=0).table
+    first = ranked[ranked["feasible"]].iloc[0]
+    monkeypatch.setattr(plan_module, "run_on_dask",
+                        lambda *a, **k: pytest.fail("a simulation started"))
+    assert main(["plan", str(SCENARIO), "--target-minibatch", "512", "--tolerance", "0.2",
+                 "--max-gpus", "64", "--max-events", "100", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert (f"candidate cluster.nodes={first['nodes']}, cluster.gpus_per_node="
+            f"{first['gpus_per_node']}, workload.sub_batch={first['sub_batch']}: ") in err
+    assert "more than --max-events 100" in err and not (tmp_path / "p" / "plan.csv").exists()

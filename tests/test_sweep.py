@@ -148,3 +148,27 @@ def test_a_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch)
     assert sorted(results["cluster.nodes"]) == [1, 3]
     errors = list((tmp_path / "f" / "points").glob("*.error.txt"))
     assert len(errors) == 1 and "caught fire" in errors[0].read_text()
+
+
+def test_a_point_over_the_budget_is_refused_before_any_runs(tmp_path, capsys, monkeypatch):
+    """Every point is estimated (budget.py) before the first simulation: a
+    point too long, or with more learners than the simulator holds, is named
+    with its estimate and the flag, and nothing runs or is written."""
+    import asgdsim.sweep as sweep_module
+    from asgdsim import budget, load_scenario
+
+    monkeypatch.setattr(sweep_module, "run_on_dask",
+                        lambda *a, **k: pytest.fail("a simulation started"))
+    out = tmp_path / "s"
+    assert main(["sweep", str(SCENARIO), "--grid", "stop.epochs=0.02,5", "--max-events", "1e5",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    size = budget.estimate(load_scenario(SCENARIO, {"stop.epochs": 5}))
+    assert "stop.epochs: grid point stop.epochs=5: " in err
+    assert f"about {size.gradients:,.0f} gradients" in err and "--max-events" in err
+    assert "stop.epochs=0.02" not in err and not out.exists()
+    # 4,000 nodes of 8 GPUs: more learners than a simulation takes
+    assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1,4000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cluster.nodes: grid point cluster.nodes=4000: " in err and "32,000" in err
+    assert not out.exists()

@@ -58,6 +58,15 @@ def build(env, scenario, costs, weights, recorder, seed):
     return wire(env, scenario, costs, seed, "server", first_k, ServerLearner)
 
 
+def _harmonic_gap(L: int, k: int) -> float:
+    """H_L - H_{L-K} = sum of 1 / (L - i) for i < K: summed for the K of a
+    cluster the simulator holds, by digamma beyond (a million learners)."""
+    if k <= 16_384:
+        return sum(1.0 / (L - i) for i in range(k))
+    from scipy import special
+    return float(special.digamma(L + 1) - special.digamma(L - k + 1))
+
+
 def _truncated_geometric(p: float, updates: int):
     """Staleness over a run of ``updates`` updates: update u's gradients
     geometric(p) truncated at u - 1 (none read before version 0)."""
@@ -92,7 +101,7 @@ def predict(scenario, costs):
     # server's port may set the pace instead, as in async
     step = law.mean + (0.0 if _ideal(scenario) else loop_.overhead_s)
     lockstep = step / (L // k)
-    poisson = max(step * sum(1.0 / (L - i) for i in range(k)), k * base.t_update_s)
+    poisson = max(step * _harmonic_gap(L, k), k * base.t_update_s)
     per_update = lockstep if fixed else poisson
     outside = None
     # stragglers knock one learner at a time off a steady schedule; the rest
@@ -142,12 +151,19 @@ def _fixed_staleness(learners: int, k: int, updates: int):
     at one instant and queue: the ones left over from the last period
     first, then the released in order of release; every K of them make an
     update. Once a period repeats the last (the queue's order and each
-    learner's lag), the rest of the run repeats it."""
+    learner's lag), the rest of the run repeats it. Learners are walked in
+    blocks of gcd(L, K), exactly."""
     from ..pmf import Pmf
 
+    # every batch, leftover and release moves whole runs of gcd(L, K)
+    # learners that keep together: the schedule of L / g blocks in batches
+    # of K / g has the same staleness, g times each (a million learners in
+    # halves are two blocks)
+    block = math.gcd(learners, k)
+    learners, k = learners // block, k // block
     version, counts = 0, np.zeros(1)
     reads = np.zeros(learners, dtype=np.int64)          # the version each learner read
-    queue = list(range(learners))                        # first period: all, in order
+    queue = np.arange(learners)                          # first period: all, in order
     seen: dict = {}
     applied = 0
     while applied < updates:
@@ -157,11 +173,12 @@ def _fixed_staleness(learners: int, k: int, updates: int):
             version += 1
             this = _add(this, np.bincount(version - reads[batch] - 1))
             reads[batch] = version
-            released.extend(batch)
+            released.append(batch)
         applied += min(batches, updates - applied)
         counts = _add(counts, this)
-        queue = queue[batches * k:] + released
-        key = (tuple(queue), tuple(reads - version))
+        queue = np.concatenate([queue[batches * k:], *released])
+        # the state as bytes: a million learners' queue is one array, not a tuple
+        key = (queue.tobytes(), (reads - version).tobytes())
         if key in seen:                                  # periodic from here on
             first, counts_then = seen[key]
             cycle_updates, cycle_counts = applied - first, _add(counts, -counts_then)

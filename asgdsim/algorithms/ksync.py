@@ -39,7 +39,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..renewal import events_staggered, kth_event_mean
+from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
 
@@ -116,9 +116,16 @@ def predict(scenario, costs):
         first = max(kth_event_mean(cycle, L, k)[0],
                     kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s
         # each learner's first step starts once it has had the weights and
-        # its reads, queued at the server's port and its node's links
-        # (the renewal's first cycle is then the step and its pushing stages)
-        ready = _walked_ready(topo, loop_) - sum(st.duration_s for st in loop_.before) - stretch
+        # its reads, queued at the server's port and its node's links (the
+        # renewal's first cycle is then the step and its pushing stages);
+        # beyond the simulator's learners, one pull after another at the port
+        # (a progression, not an array)
+        if L <= EXACT_LEARNERS:
+            ready = _walked_ready(topo, loop_) - sum(st.duration_s for st in loop_.before) - stretch
+        else:
+            out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+            reply = sum(st.duration_s for st in loop_.reply)
+            ready = (reply - stretch, out, L)
         # the gradients queue at the server's port in the order they come:
         # done at max over j of (j-th arrival + the K - j + 1 messages from it)
         events = events_staggered(cycle, ready, k)
@@ -169,7 +176,9 @@ def _busiest_turn(topo, stages) -> float:
     from ..analytic import _resolved
 
     held: Counter = Counter()
-    for learner in range(topo.learners):
+    # a node's resources serve its own learners: the first EXACT_LEARNERS
+    # learners hold every node shape a cluster of identical blocks has
+    for learner in range(min(topo.learners, EXACT_LEARNERS)):
         for names, duration in _resolved(topo, stages, learner):
             for name in names:
                 if not name.startswith("server"):    # the server's port: its own bound

@@ -77,8 +77,12 @@ def predict(scenario, costs):
         return replace(base, laws=laws)
     # what the bound costs a step: the recursion of its start times, walked
     # on fixed draws of the step law, against free-running learners
-    n = max(1, round(base.gradients))
-    held, free = _bound_recursion(law, L, s, n), _bound_recursion(law, L, math.inf, n)
+    # beyond the simulator's learners, the recursion walks WALKED_LEARNERS of
+    # them for as many steps each (the bound then waits for the slowest of
+    # those: the cost of a million learners' bound is underestimated)
+    walked = min(L, WALKED_LEARNERS)
+    n = max(1, round(base.gradients * walked / L))
+    held, free = _bound_recursion(law, walked, s, n), _bound_recursion(law, walked, math.inf, n)
     # the run's last gradient: the bound's recursion itself with ideal
     # communication; else async's, later by what the bound costs
     per_second = Run.of(scenario).epoch_time(1.0, base.gradients)   # epoch time is linear in it
@@ -90,6 +94,9 @@ def predict(scenario, costs):
                           f"bound, walked on fixed draws of the step law (the bound costs "
                           f"{(held - free) / steps / law.mean:.1%} of a step)"
                           + ("" if _ideal(scenario) else ", its cost added to async's run"))
+    if walked < L:
+        laws["epoch_time"] += (f"; walked on {walked:,} of the {L:,} learners (the slowest of "
+                               "all of them would hold the bound back more)")
     laws["staleness"] = "approximation: async's law (mean L - 1 in steady state, exact)"
     return replace(base, t_gpu_s=base.t_gpu_s * slower, t_update_s=base.t_update_s * slower,
                    epoch_time_s=t_last * per_second,
@@ -99,6 +106,8 @@ def predict(scenario, costs):
 
 #: steps x learners x replications of the bound's recursion walked at most
 RECURSION_DRAWS = 400_000
+#: learners the bound's recursion walks at most (the simulator's cap)
+WALKED_LEARNERS = 16_384
 
 
 def _bound_recursion(law, learners: int, bound: float, gradients: int) -> float:
@@ -146,15 +155,7 @@ def _barrier(scenario, base, run, law):
     rounds, last = divmod(n - 1, L)
     last += 1                                   # gradients of the last round
     t_last = rounds * law.expected_max(L) + law.expected_order(last, L)
-    uniform = np.full(L, 1.0 / L)
-    if rounds == 0:
-        staleness = Pmf.from_probs(0, np.full(last, 1.0 / last))
-    else:
-        middle = np.convolve(uniform, uniform)                    # U + V
-        tail = np.convolve(uniform, np.full(last, 1.0 / last))    # the last round's
-        parts = [(L, np.pad(uniform, (0, 2 * L - 1 - L))),
-                 ((rounds - 1) * L, middle), (last, np.pad(tail, (0, 2 * L - 1 - len(tail))))]
-        staleness = Pmf.from_probs(0, sum(w * p for w, p in parts) / n)
+    staleness = _barrier_staleness(L, rounds, last, n)
     laws = dict(base.laws)
     laws["epoch_time"] = "exact: rounds of E[max of L steps], the last to its n-th gradient"
     laws["staleness"] = "exact: U + V, ranks uniform on 0..L-1 in consecutive rounds"
@@ -163,6 +164,27 @@ def _barrier(scenario, base, run, law):
                    epoch_time_s=run.epoch_time(t_last, n),
                    steady_throughput_samples_per_s=L * scenario.workload.sub_batch / per_round,
                    staleness=staleness, laws=laws, gradients=n, updates=n)
+
+
+def _barrier_staleness(L: int, rounds: int, last: int, n: int):
+    """U + V, U and V uniform on 0..L-1 (the first round: V alone; the last,
+    of ``last`` gradients: V below ``last``), mixed by the gradients of
+    each: the sums of uniforms are trapezoids, P(U + V = j) = (number of
+    pairs) / (L last), in closed form on the lattice of pmf.lattice."""
+    from ..pmf import Pmf, lattice
+
+    j, width = lattice(0, 2 * L - 2)
+
+    def pairs(a: int, b: int) -> np.ndarray:
+        """How many (u, v), u < a and v < b, sum to each j."""
+        return np.clip(np.minimum.reduce([j + 1, np.full_like(j, min(a, b)),
+                                          a + b - 1 - j]), 0, None).astype(float)
+
+    if rounds == 0:
+        return Pmf.from_probs(int(j[0]), (j < last) / last * width, width)
+    mixed = (L * (j < L) / L + (rounds - 1) * L * pairs(L, L) / L**2
+             + last * pairs(L, last) / (L * last)) / n
+    return Pmf.from_probs(int(j[0]), mixed * width, width)
 
 
 def _modelled_barrier(scenario, costs, base, run, law):

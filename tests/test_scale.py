@@ -1,0 +1,277 @@
+"""The closed form at a million learners: what replaces its per-learner work
+gives the numbers the per-learner work gives, exactly where it is exact and
+within its stated error where it approximates; and ``predict`` of a million
+learners answers every kind (benchmarks/bench_predict_scale.py times it).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from asgdsim import mva
+from asgdsim.algorithms.softsync import batched_staleness
+from asgdsim.algorithms.ssp import _barrier_staleness
+from asgdsim.analytic import _push_queue, _staggered_queue, predict
+from asgdsim.distributions import Law
+from asgdsim.pmf import MAX_SUPPORT, Pmf
+from asgdsim.renewal import _renewal_function, kth_event_mean
+from asgdsim.scenario import MAX_LEARNERS, scenario_from_dict
+
+
+def recursion(stations, customers, arrival_cv2=1.0):
+    """Mean-value analysis as written before it learned to stop early: every
+    population from 1 to N (the reference the shortcuts must equal)."""
+    queues = {s.name: s for s in stations if s.servers > 0}
+    delay = sum(s.demand_s if s.servers == 0 else s.demand_s * (s.servers - 1) / s.servers
+                for s in stations)
+    length = {name: 0.0 for name in queues}
+    throughput = 0.0
+    bound = min((s.servers / s.demand_s for s in queues.values() if s.demand_s > 0),
+                default=math.inf)
+    for n in range(1, customers + 1):
+        residence = {}
+        for name, s in queues.items():
+            d = s.demand_s / s.servers
+            busy = min(throughput * d, 1.0)
+            waiting = d * (length[name] - busy) + busy * d * (1.0 + s.service_cv2) / 2
+            residence[name] = d + arrival_cv2 * waiting
+        throughput = min(n / (delay + sum(residence.values())), bound)
+        length = {name: throughput * r for name, r in residence.items()}
+    return customers / throughput
+
+
+def networks(count, seed):
+    rng = random.Random(seed)
+    for _ in range(count):
+        stations = [mva.Station("gpu", rng.uniform(0.01, 2.0), servers=0)]
+        for k in range(rng.randint(0, 5)):
+            stations.append(mva.Station(f"s{k}", rng.choice([0.0, rng.uniform(1e-4, 0.1)]),
+                                        rng.choice([1, 1, 2, 8, 100]),
+                                        rng.choice([0.0, 0.0, 1.0, 0.3])))
+        yield stations, rng.choice([0.0, 0.0025, 0.3, 0.9, 1.0])
+
+
+def test_mva_shortcuts_give_the_recursions_floats():
+    """Stopping where the bound holds for good, and the closed form without
+    waiting, change no digit."""
+    for stations, a in networks(150, seed=1):
+        for n in (1, 2, 7, 64, 1000):
+            assert mva.solve(stations, n, a)[0] == recursion(stations, n, a), (stations, n, a)
+
+
+def test_mva_beyond_the_simulators_learners_is_schweitzers_approximation():
+    """Past EXACT_CUSTOMERS, Bard-Schweitzer: taking Q(N - 1) as (N - 1) / N
+    Q(N). Far from the knee of the throughput curve both are at an
+    asymptote (N / sum D, or the bound); at the knee the exact curve rounds
+    the corner over about sqrt(N) customers, which bounds how far the two
+    can part: 1 / sqrt(N) of the cycle."""
+    n = mva.EXACT_CUSTOMERS + 3000
+    for stations, a in networks(40, seed=2):
+        exact = recursion(stations, n, a)
+        assert abs(mva.solve(stations, n, a)[0] / exact - 1) <= 1 / math.sqrt(n), (stations, a)
+
+
+def test_mva_of_a_million_learners_is_its_bottleneck():
+    stations = [mva.Station("gpu", 1.0, servers=0), mva.Station("port", 1e-4),
+                mva.Station("links", 2e-3, servers=1000)]
+    cycle, utilisation, busiest = mva.solve(stations, 10**6, arrival_cv2=1.0)
+    assert busiest == "port" and 10**6 / cycle == pytest.approx(1e4, rel=1e-6)
+
+
+@pytest.mark.parametrize("law", [Law("exponential", "expon", scale=1.0),
+                                 Law("lognormal", "lognorm", scale=math.exp(-0.05**2 / 2),
+                                     shape=0.05),
+                                 Law.constant(1.0)], ids=["exponential", "lognormal", "fixed"])
+@pytest.mark.parametrize("spacing", [0.0, 1e-3, 0.05])
+def test_staggered_queue_against_every_learners_order_statistics(law, spacing):
+    """The continuum of ready times moves each learner's by at most half a
+    spacing, so the port's finish moves by at most a spacing (and Blom's
+    positions on a 4,096-point grid against every learner's: within the
+    grid's step, 1/4096 of the arrivals' span)."""
+    p, message, start = 2000, 2e-4, 0.3
+    for k in (1, 700, p):
+        ready = start + spacing * np.arange(1, p + 1)
+        exact = _push_queue(ready, law, message, k)
+        span = p * spacing + law.ppf(1 - 1e-9) - law.ppf(1e-9) if not law.is_constant else 0.0
+        allowed = spacing + span / 4096 + 1e-12
+        assert abs(_staggered_queue(start, spacing, p, law, message, k) - exact) <= allowed
+
+
+def test_batched_staleness_is_the_sum_over_the_batchs_places():
+    arrivals = Pmf.from_probs(0, np.random.default_rng(3).random(300))
+    for c in (1, 2, 7, 32, 301):
+        out = np.zeros((arrivals.values[-1] + c - 1) // c + 1)
+        for r in range(c):
+            np.add.at(out, (arrivals.values + r) // c, arrivals.probs / c)
+        expected = Pmf.from_probs(0, out)
+        got = batched_staleness(arrivals, c)
+        assert np.array_equal(got.values, expected.values)
+        assert np.allclose(got.probs, expected.probs, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("L, rounds, last", [(1, 0, 1), (8, 0, 5), (8, 5, 3), (64, 10, 17),
+                                             (100, 2, 100)])
+def test_barrier_staleness_is_the_convolution_of_uniforms(L, rounds, last):
+    n = rounds * L + last
+    uniform = np.full(L, 1.0 / L)
+    if rounds == 0:
+        expected = Pmf.from_probs(0, np.full(last, 1.0 / last))
+    else:
+        parts = [(L, np.pad(uniform, (0, L - 1))), ((rounds - 1) * L, np.convolve(uniform, uniform)),
+                 (last, np.pad(np.convolve(uniform, np.full(last, 1.0 / last)), (0, L - last)))]
+        expected = Pmf.from_probs(0, sum(w * p for w, p in parts) / n)
+    got = _barrier_staleness(L, rounds, last, n)
+    assert np.array_equal(got.values, expected.values)
+    assert np.allclose(got.probs, expected.probs, rtol=1e-12, atol=0)
+
+
+def test_renewal_function_of_exponential_steps_is_t_over_m():
+    """Poisson: E[N(t)] = t / m. The normal tail of sums of 64 and more
+    steps is off by the skew Berry-Esseen allows, 0.5 rho / (sigma^3 sqrt(64))
+    per sum (rho / sigma^3 = 12 / e - 2 for exponentials), spread over the
+    few sums whose cdf is neither 0 nor 1 at t: a small fraction of a count."""
+    t = np.linspace(0.0, 500.0, 2001)
+    skew = 12 / math.e - 2
+    assert np.max(np.abs(_renewal_function(Law("exponential", "expon", scale=1.0), t) - t)) \
+        <= 0.5 * skew / math.sqrt(64)
+
+
+def test_kth_event_of_many_renewal_processes_by_the_central_limit():
+    """Past EXACT_LEARNERS, the count of L processes is normal: off by
+    Berry-Esseen's O(1 / sqrt(L)) in its probabilities, so the k-th event's
+    time is within that share of a step of the exact law's."""
+    import asgdsim.renewal as renewal
+
+    law = Law("lognormal", "lognorm", scale=math.exp(-0.5**2 / 2), shape=0.5)
+    L, k = 3000, 4500
+    exact, _ = kth_event_mean(law, L, k)
+    saved = renewal.EXACT_LEARNERS
+    renewal.EXACT_LEARNERS = 100
+    try:
+        normal, _ = kth_event_mean(law, L, k)
+    finally:
+        renewal.EXACT_LEARNERS = saved
+    assert abs(normal - exact) <= law.mean / math.sqrt(L)
+
+
+def scenario(kind, learners, timing, **algorithm):
+    return scenario_from_dict({
+        "name": f"million-{kind}",
+        "workload": {"model": "vgg16", "dataset_samples": 1281167, "sub_batch": 32},
+        "cluster": {"machine": "tsubame-kfc-dl", "nodes": learners // 8},
+        "algorithm": {"kind": kind, **algorithm},
+        "timing": timing, "stop": {"epochs": 250}})
+
+
+KNOBS = {"local-sgd": {"period": 4}, "downpour": {"n_fetch": 2, "n_push": 4, "servers": 4},
+         "softsync": {"n": 4}, "k-sync": {"k": 500_000}, "k-batch-sync": {"k": 500_000},
+         "k-async": {"k": 500_000}, "k-batch-async": {"k": 500_000}, "ssp": {"staleness_bound": 2}}
+
+
+@pytest.mark.parametrize("kind", ["sprint", "async", "sync", "allreduce", "local-sgd", "downpour",
+                                  "softsync", "k-sync", "k-batch-sync", "k-async",
+                                  "k-batch-async", "ssp"])
+def test_a_million_learners_are_predicted(kind):
+    """Every kind answers a million learners (the simulator's cap does not
+    apply to the closed form), with laws of bounded size."""
+    timing = {"compute": "table", "jitter": {"distribution": "lognormal", "cv": 0.05}}
+    pred = predict(scenario(kind, 10**6, timing, **KNOBS.get(kind, {})))
+    assert 10**6 > MAX_LEARNERS
+    assert math.isfinite(pred.epoch_time_s) and pred.epoch_time_s > 0
+    assert len(pred.staleness.values) <= MAX_SUPPORT
+    assert len(pred.gradients_per_update.values) <= MAX_SUPPORT
+    assert pred.staleness.probs.sum() == pytest.approx(1.0)
+
+
+def test_async_staleness_of_a_million_learners_keeps_its_mean():
+    """Ideal communication, exponential steps: geometric with mean M - 1 less
+    the run's start and stop, M (M - 1) / n (DESIGN.md); on a lattice of
+    width w its mean moves by at most w / 2."""
+    learners = 10**6
+    sc = scenario("async", learners, {"compute": {"distribution": "exponential", "mean": "1 s"},
+                                      "communication": "ideal"})
+    pred = predict(sc)
+    n = pred.gradients
+    expected = (learners - 1) * (1 - learners / n)
+    width = int(np.diff(pred.staleness.values).min())
+    assert width > 1
+    assert abs(pred.staleness.mean - expected) <= width / 2
+
+
+def _fixed_staleness_walked(learners, k, updates):
+    """k-async's fixed schedule walked learner by learner, as before blocks:
+    the reference the blocks of gcd(L, K) must equal."""
+    from asgdsim.algorithms.kasync import _add
+
+    version, counts = 0, np.zeros(1)
+    reads = np.zeros(learners, dtype=np.int64)
+    queue, applied = list(range(learners)), 0
+    while applied < updates:
+        batches, released, this = len(queue) // k, [], np.zeros(1)
+        for j in range(min(batches, updates - applied)):
+            batch = queue[j * k:(j + 1) * k]
+            version += 1
+            this = _add(this, np.bincount(version - reads[batch] - 1))
+            reads[batch] = version
+            released.extend(batch)
+        applied += min(batches, updates - applied)
+        counts = _add(counts, this)
+        queue = queue[batches * k:] + released
+    return Pmf.from_probs(0, counts)
+
+
+@pytest.mark.parametrize("learners, k, updates", [(12, 8, 50), (12, 4, 31), (30, 12, 77),
+                                                  (7, 3, 40), (16, 16, 5)])
+def test_k_async_fixed_schedule_by_blocks(learners, k, updates):
+    from asgdsim.algorithms.kasync import _fixed_staleness
+
+    got, expected = _fixed_staleness(learners, k, updates), _fixed_staleness_walked(learners, k, updates)
+    assert np.array_equal(got.values, expected.values)
+    assert np.allclose(got.probs, expected.probs, rtol=1e-12, atol=0)
+
+
+def test_ssp_of_a_million_learners_says_how_many_it_walked():
+    pred = predict(scenario("ssp", 10**6, {"compute": {"distribution": "exponential",
+                                                        "mean": "1.2 s"},
+                                            "communication": "ideal"}, staleness_bound=2))
+    assert "walked on 16,384 of the 1,000,000 learners" in pred.laws["epoch_time"]
+
+
+def _staggered_by_convolutions(law, ready, k):
+    """The k-th event of staggered renewal processes with a convolution per
+    sum of steps, as before the sum was convolved once (the reference)."""
+    from asgdsim.renewal import kth_event_staggered  # noqa: F401 (the one compared)
+
+    lo = float(ready.min())
+    hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
+    points = 2049
+    grid = np.linspace(lo, hi, points)
+    at = (ready - lo) / (grid[1] - grid[0])
+    below = np.minimum(np.floor(at).astype(int), points - 2)
+    share = at - below
+    starts = (np.bincount(below, 1.0 - share, minlength=points)
+              + np.bincount(below + 1, share, minlength=points))
+    count = np.zeros(points)
+    for j in range(1, k + 1):
+        at_least = np.convolve(starts, law.sum_of(j).cdf(grid - lo))[:points]
+        count += at_least
+        if at_least[-1] < 1e-9:
+            break
+    return float(np.interp(k - 0.5, count, grid))
+
+
+@pytest.mark.parametrize("learners, spacing", [(64, 0.08), (300, 1e-3), (1000, 0.0)])
+def test_staggered_events_convolve_the_renewal_function_once(learners, spacing):
+    """Convolution is linear: one convolution of the summed cdfs is the sum
+    of the convolutions, to rounding (and the sums stop where every
+    learner's next event together falls below 1e-9, no earlier)."""
+    from asgdsim.renewal import kth_event_staggered
+
+    law = Law("lognormal", "lognorm", scale=1.2 * math.exp(-0.05**2 / 2), shape=0.05)
+    ready = 0.1 + spacing * np.arange(learners)
+    assert kth_event_staggered(law, ready, learners // 2) == pytest.approx(
+        _staggered_by_convolutions(law, ready, learners // 2), rel=1e-12)

@@ -7,8 +7,14 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from asgdsim.scenario import scenario_from_dict
+
+# property tests draw the same examples on every run and machine: a failure
+# found once is found again (the tests' own settings keep this)
+settings.register_profile("reproducible", derandomize=True)
+settings.load_profile("reproducible")
 
 # the usual umask, so tests can check that what asgdsim writes is readable by
 # others (0644); Dask's worker processes inherit it

@@ -176,6 +176,12 @@ def _symbols(laws: dict[str, str]) -> list[str]:
     return [f"  where {'; '.join(used)}"] if used else []
 
 
+def _tracing(args: argparse.Namespace) -> bool:
+    """--trace, or a trace option that implies it."""
+    return bool(getattr(args, "trace", False) or getattr(args, "trace_window", None)
+                or getattr(args, "trace_max_events", None))
+
+
 def _simulate_into(args: argparse.Namespace, suffix: str = "",
                    events: bool = True) -> tuple[Result, Path]:
     """Simulate the command's scenario and write its files (run and compare;
@@ -187,8 +193,24 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
     budget.check(scenario, args.scenario, args.max_events, args.max_memory)
-    result = simulate(scenario)
-    write_run(result, out, overwrite=True, events=events)
+    timeline = None
+    if _tracing(args):
+        from .timeline import Timeline
+        from .trace import DEFAULT_MAX_EVENTS
+
+        args.trace_max_events = args.trace_max_events or DEFAULT_MAX_EVENTS
+        # the timeline keeps no more than the trace can show
+        timeline = Timeline(until=(args.trace_window or (0.0, math.inf))[1],
+                            limit=args.trace_max_events)
+    result = simulate(scenario, timeline=timeline)
+    trace = None
+    if timeline is not None:
+        from .trace import trace_events
+
+        trace = trace_events(result, args.trace_window or (0.0, math.inf), args.trace_max_events)
+    write_run(result, out, overwrite=True, events=events, trace=trace)
+    if trace is not None:
+        print(f"trace.json: {trace.describe()}", file=sys.stderr)
     return result, out
 
 
@@ -197,7 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .output import RUN_FILES
 
     print(headline(result))
-    print(f"wrote {out}/: {', '.join(RUN_FILES)}")
+    print(f"wrote {out}/: {', '.join(RUN_FILES + (('trace.json',) if _tracing(args) else ()))}")
     return 0
 
 
@@ -514,6 +536,23 @@ def _bytes(text: str) -> float:
     return value
 
 
+def _window(text: str) -> tuple[float, float]:
+    """An argparse type: a stretch of simulated time, 'END' (from 0) or
+    'START..END', each a time as scenarios write it ('10 s', '2 min')."""
+    from .units import UnitError, parse_quantity
+
+    first, sep, second = text.partition("..")
+    try:
+        bounds = (parse_quantity(first, "time") if sep else 0.0,
+                  parse_quantity(second if sep else first, "time"))
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (a window is '10 s' or '1 min..2 min')") from None
+    if not all(math.isfinite(b) and b >= 0 for b in bounds) or bounds[1] <= bounds[0]:
+        raise argparse.ArgumentTypeError(f"expected END or START..END with 0 <= START < END, "
+                                         f"got {text!r}")
+    return bounds
+
+
 def _budget_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-events", type=_bounded(float, 0, low_open=True),
                         default=budget.DEFAULT_MAX_EVENTS, metavar="N",
@@ -543,6 +582,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
     _budget_flags(run)
+    run.add_argument("--trace", action="store_true",
+                     help="also write trace.json: the run as a timeline (Chrome / Perfetto "
+                     "trace-event JSON; open it in ui.perfetto.dev)")
+    run.add_argument("--trace-window", type=_window, metavar="TIME",
+                     help="the stretch of simulated time to trace: '10 s' (the first 10 s) or "
+                     "'1 min..2 min' (from one to two minutes); implies --trace; default: "
+                     "from the start until the event cap")
+    run.add_argument("--trace-max-events", type=POSITIVE_INT, default=None, metavar="N",
+                     help="at most N events in trace.json; the trace ends early if the window "
+                     "holds more (default 200,000: about 30 MB); implies --trace")
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")

@@ -110,12 +110,18 @@ def _caveat(pred: Prediction) -> list[str]:
 
 def headline(result: Result) -> str:
     """The short table ``run`` prints: simulated against closed form."""
-    s, a, g = result.summary, result.summary["analytic"], result.summary["agreement"]
+    return summary_headline(result.summary)
+
+
+def summary_headline(s: dict) -> str:
+    """:func:`headline` from a run's summary.json alone (what ``report`` reads)."""
+    a, g = s["analytic"], s["agreement"]
+    assumptions = a.get("laws", {}).get("assumptions")
     lines = [
         f"{s['scenario']}: {s['algorithm']}, {s['learners']} learners, seed {s['seed']}: "
         f"{s['gradients']} gradients, {s['updates']} updates, "
         f"{s['simulated_time_s']:.1f} s simulated in {s['wall_time_s']:.2f} s",
-        *_caveat(result.prediction),
+        *([] if assumptions is None else [f"  {assumptions}"]),
         f"  {'':<24}{'simulated':>14}{'closed form':>14}{'rel. err':>11}",
         _row("epoch time (s)", s["epoch_time_s"], a["epoch_time_s"], ".2f", g["epoch_time_rel_err"]),
         _row("throughput (samples/s)", s["throughput_samples_per_s"],
@@ -427,6 +433,17 @@ def plan_text(result: Plan, name: str) -> str:
     return "\n".join(lines)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    run_dir = Path(args.run_dir)
+    if run_dir.is_dir() and not os.access(run_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"{run_dir}: not writable; report.html is written into the run's folder")
+    path = write_report(run_dir)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, self-contained)")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from .analytic import predict
 
@@ -675,6 +692,13 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
     prof.add_argument("--overwrite", action="store_true", help="replace an existing table file")
     prof.set_defaults(func=cmd_profile)
+
+    rep = sub.add_parser("report", help="one self-contained page of a run: RUN_DIR/report.html",
+                         description="write RUN_DIR/report.html: the scenario, the headline "
+                         "table, every figure and the agreement with the closed form, in one "
+                         "file that needs no network")
+    rep.add_argument("run_dir", metavar="RUN_DIR", help="a folder that run or compare wrote")
+    rep.set_defaults(func=cmd_report)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

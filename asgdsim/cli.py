@@ -208,7 +208,14 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
         # the timeline keeps no more than the trace can show
         timeline = Timeline(until=(args.trace_window or (0.0, math.inf))[1],
                             limit=args.trace_max_events)
-    result = simulate(scenario, timeline=timeline)
+    from .progress import RunBar, shown
+
+    bar = RunBar(scenario.name) if shown(args.quiet) else None
+    try:
+        result = simulate(scenario, timeline=timeline, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     trace = None
     if timeline is not None:
         from .trace import trace_events
@@ -317,17 +324,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler is not None:
         raise UsageError("give --workers or --scheduler, not both")
     _check_scheduler(args.scheduler)
-    from .sweep import SweepError, print_progress, sweep
+    from .progress import PointsBar, shown
+    from .sweep import SweepError, sweep
 
+    bar = PointsBar("sweep") if shown(args.quiet) else None
     try:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
                         workers=1 if args.workers is None else args.workers,
                         scheduler=args.scheduler, overwrite=args.overwrite,
-                        progress=print_progress, overrides=_overrides(args.set))
+                        progress=bar, overrides=_overrides(args.set))
     except SweepError as exc:
         raise UsageError(str(exc)) from None
-    if sys.stderr.isatty():
-        print(file=sys.stderr)     # end the progress line
+    finally:
+        if bar is not None:
+            bar.close()
     failed = len(list(Path(args.out, "points").glob("*.error.txt")))
     print(f"{len(results)} points in {args.out}/results.parquet and results.csv"
           + (f"; {failed} failed (see {args.out}/points/*.error.txt; rerun to retry)" if failed else ""))
@@ -361,9 +371,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_writable(out, args.overwrite)
     if args.confirm:
         _check_scheduler(args.scheduler)
-    result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
-                  args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
-                  overrides=overrides, max_staleness=args.max_staleness)
+    from .progress import PointsBar, shown
+
+    bar = PointsBar("confirming", " simulations", "refuted") if shown(args.quiet) else None
+    try:
+        result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
+                      args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
+                      overrides=overrides, max_staleness=args.max_staleness, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     atomic_write(out / "plan.csv", lambda tmp: result.table.to_csv(tmp, index=False))
     figure = plan_figure(result, scenario.name)
     atomic_write(out / "plan.png", lambda tmp: figure.savefig(tmp, dpi=120, format="png"))
@@ -598,6 +615,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     _budget_flags(run)
     run.add_argument("--trace", action="store_true",
                      help="also write trace.json: the run as a timeline (Chrome / Perfetto "
@@ -608,7 +627,7 @@ def _parser() -> argparse.ArgumentParser:
                      "from the start until the event cap")
     run.add_argument("--trace-max-events", type=POSITIVE_INT, default=None, metavar="N",
                      help="at most N events in trace.json; the trace ends early if the window "
-                     "holds more (default 200,000: about 30 MB); implies --trace")
+                     "holds more (default 200,000, some 20 MB); implies --trace")
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
@@ -621,6 +640,8 @@ def _parser() -> argparse.ArgumentParser:
                       "assumptions")
     comp.add_argument("--overwrite", action="store_true",
                       help="replace this comparison's files in an output folder that holds files")
+    comp.add_argument("--quiet", action="store_true",
+                      help="no progress bar (there is one only when stderr is a terminal)")
     _budget_flags(comp)
     comp.set_defaults(func=cmd_compare)
 
@@ -640,6 +661,8 @@ def _parser() -> argparse.ArgumentParser:
                      "replications of the same grid keys to run only the new points")
     swp.add_argument("--overwrite", action="store_true",
                      help="replace a folder that holds something else")
+    swp.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     swp.set_defaults(func=cmd_sweep)
 
     pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
@@ -666,6 +689,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="replace plan.csv and plan.png in an output folder that holds files")
     pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override one scenario key first, e.g. stop.epochs=5")
+    pln.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     pln.set_defaults(func=cmd_plan)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")

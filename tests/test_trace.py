@@ -232,3 +232,22 @@ def test_bad_trace_window_is_refused_naming_it(tmp_path, capsys, window):
     err = capsys.readouterr().err
     assert "--trace-window" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("scope", ["learner", "node"])
+def test_failures_and_learners_of_two_gpus(tmp_path, scenario, scope):
+    """Failed learners lose steps (never applied, drawn as plain steps); a
+    learner of two GPUs is one track that says so."""
+    sc = scenario(algorithm__kind="sprint" if scope == "node" else "async", cluster__nodes=2,
+                  cluster__gpus_per_node=4, cluster__gpus_per_learner=2,
+                  timing__communication="modelled",
+                  timing__compute={"distribution": "exponential", "mean": 0.2},
+                  faults={"failures": {"mtbf": 3.0, "repair": 1.0, "scope": scope}},
+                  stop__gradients=300)
+    res, trace = traced(sc)
+    assert res.summary["faults"]["failures"] > 0
+    doc = load(trace, res, tmp_path)
+    events = check_format(doc)
+    check_complete(doc, res)
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert "learner 0 (GPUs 0-1)" in threads and "learner 1 (GPUs 2-3)" in threads

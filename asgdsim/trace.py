@@ -30,6 +30,7 @@ them out.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -55,8 +56,8 @@ US = 1e6            # the format counts microseconds
 FLOW_EVENTS = 2
 #: process ids: node n is NODE_PID + n; the server or collective after the nodes
 NODE_PID = 1
-#: thread ids within a process: its update thread, its GPUs, its links
-UPDATE_TID, GPU_TID, LINK_TID = 1, 1000, 100_000
+#: the order of threads within a process: update threads, GPUs, links
+UPDATE_ORDER, GPU_ORDER, LINK_ORDER = 0, 1_000, 10_000_000
 SERVER_NAMES = {"server": "parameter server", "collective": "collective (all GPUs)"}
 UPDATE_NAMES = {"server": "updates (server CPU)", "collective": "collective + update",
                 "node_update": "update thread"}
@@ -149,6 +150,9 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
     server_pid = NODE_PID + nodes
     tracks: dict[tuple[int, int], list[_Slice]] = defaultdict(list)
     thread_names: dict[tuple[int, int], str] = {}
+    # thread ids unique across processes (viewers that key threads on the
+    # id alone then still tell them apart), and each thread's place
+    tids, order = itertools.count(1), {}
     gpus = result.scenario.cluster.gpus_per_learner
     per_node = np.bincount(timeline.node_of_learner, minlength=nodes)
     first_of_node = np.concatenate([[0], np.cumsum(per_node)[:-1]])
@@ -166,7 +170,8 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         by_learner[learner].append(row)
     for learner, track in timeline.steps.items():
         node = int(timeline.node_of_learner[learner])
-        pid, tid = NODE_PID + node, GPU_TID + learner
+        pid, tid = NODE_PID + node, next(tids)
+        order[(pid, tid)] = GPU_ORDER + learner
         slot = learner - int(first_of_node[node])
         thread_names[(pid, tid)] = (f"GPU {slot} (learner {learner})" if gpus == 1 else
                                     f"learner {learner} (GPUs {slot * gpus}-{slot * gpus + gpus - 1})")
@@ -194,11 +199,10 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
 
     # transfers, named after the stage of the learner's loop they serve
     stages = _stage_names(result)
-    links_in: dict[int, int] = defaultdict(int)
     for name, track in sorted(timeline.links.items()):
         pid = _link_place(name, nodes)
-        tid = LINK_TID + links_in[pid]
-        links_in[pid] += 1
+        tid = next(tids)
+        order[(pid, tid)] = LINK_ORDER + tid
         thread_names[(pid, tid)] = name
         kind = name.partition("[")[0]
         start, end, asked = track.columns()
@@ -228,9 +232,10 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
 
     for (kind, index), track in sorted(timeline.updaters.items()):
         if kind == "node_update":
-            pid, tid = NODE_PID + index, UPDATE_TID
+            pid, tid = NODE_PID + index, next(tids)
         else:
-            pid, tid = server_pid, UPDATE_TID + index
+            pid, tid = server_pid, next(tids)
+        order[(pid, tid)] = UPDATE_ORDER + index
         thread_names[(pid, tid)] = UPDATE_NAMES.get(kind, kind)
         main_track = main_track or (pid, tid)
         start, end, value = track.columns()
@@ -241,7 +246,8 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
                 tracks[(pid, tid)].append(update_slice(pid, tid, start[i], end[i]))
     if main_track is None:
         kind = timeline.kinds[0] if timeline.kinds else "server"
-        main_track = (server_pid, UPDATE_TID)
+        main_track = (server_pid, next(tids))
+        order[main_track] = UPDATE_ORDER
         thread_names[main_track] = UPDATE_NAMES.get(kind, kind)
     for i in np.flatnonzero((u_t >= lo) & (u_t <= hi)).tolist():
         v = int(u_version[i])
@@ -263,7 +269,7 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         hi = everything[cut].start if cut < len(everything) else hi
         everything = [s for s in everything if s.start < hi]
 
-    events = _metadata(result, nodes, thread_names)
+    events = _metadata(result, nodes, thread_names, order)
     for s in everything:
         # rounded to the nanosecond at both ends, so that a slice that ends
         # where the next begins still does in the file
@@ -301,7 +307,8 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
     return Trace(events, (lo, hi), max_events, capped, gradients, len(versions), flows)
 
 
-def _metadata(result: Result, nodes: int, thread_names: dict[tuple[int, int], str]) -> list[dict]:
+def _metadata(result: Result, nodes: int, thread_names: dict[tuple[int, int], str],
+              order: dict[tuple[int, int], int]) -> list[dict]:
     """Names and order of every process and thread in the trace."""
     events: list[dict] = []
     kinds = result.timeline.kinds if result.timeline is not None else ()
@@ -317,7 +324,7 @@ def _metadata(result: Result, nodes: int, thread_names: dict[tuple[int, int], st
         events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                        "args": {"name": name}})
         events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                       "args": {"sort_index": tid}})
+                       "args": {"sort_index": order[(pid, tid)]}})
     return events
 
 

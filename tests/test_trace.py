@@ -47,6 +47,8 @@ def check_format(doc: dict) -> list[dict]:
             flows[e["ph"]][e["id"]] = e
     assert {p for p, _ in used_threads} <= named_processes
     assert used_threads <= named_threads
+    # a thread id names one thread in the whole file
+    assert len({t for _, t in named_threads}) == len(named_threads)
     # slices of one thread nest: here, none overlaps the next
     for slices in tracks.values():
         slices.sort()

@@ -138,6 +138,8 @@ def _groups_figure(summary: dict) -> str:
         ref = [scale * c[key] if c.get(key) is not None else math.nan for c in closed]
         if any(not math.isnan(r) for r in ref):
             ax.bar([i + 0.2 for i in x], ref, width=0.4, color="#c0392b", label="closed form")
+        top = max([*sim, *(r for r in ref if not math.isnan(r))], default=0)
+        ax.set_ylim(0, 1.3 * top if top > 0 else 1)     # room for the legend above the bars
         ax.set_xticks(list(x), labels, fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.legend(frameon=False, fontsize=8)

@@ -188,11 +188,11 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         for i in np.flatnonzero(keep).tolist():
             row = int(matched[i])
             if row < 0:
-                steps.append(_Slice(pid, tid, "step", start[i], end[i]))
+                steps.append(_Slice(pid, tid, "step", float(start[i]), float(end[i])))
                 continue
             steps.append(_Slice(
                 pid, tid, f"step v{g_read[row]} -> v{g_applied[row]} (staleness {g_stale[row]})",
-                start[i], end[i],
+                float(start[i]), float(end[i]),
                 {"gradient": row, "version_read": int(g_read[row]),
                  "version_applied": int(g_applied[row]), "staleness": int(g_stale[row]),
                  "samples": int(g_samples[row])}, gradient=row))
@@ -208,7 +208,7 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         start, end, asked = track.columns()
         for i in np.flatnonzero((start <= hi) & (end >= lo)).tolist():
             label = stages.get((kind, round(float(asked[i]), 15)), kind.replace("_", " "))
-            tracks[(pid, tid)].append(_Slice(pid, tid, label, start[i], end[i]))
+            tracks[(pid, tid)].append(_Slice(pid, tid, label, float(start[i]), float(end[i])))
 
     # updates: each update component's intervals, matched to the versions
     # they published by their end; an update of no duration (ideal
@@ -241,9 +241,9 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         start, end, value = track.columns()
         for i in np.flatnonzero((start <= hi) & (end >= lo)).tolist():
             if kind == "node_update" and value[i] == 0:
-                tracks[(pid, tid)].append(_Slice(pid, tid, "Allreduce", start[i], end[i]))
+                tracks[(pid, tid)].append(_Slice(pid, tid, "Allreduce", float(start[i]), float(end[i])))
             else:
-                tracks[(pid, tid)].append(update_slice(pid, tid, start[i], end[i]))
+                tracks[(pid, tid)].append(update_slice(pid, tid, float(start[i]), float(end[i])))
     if main_track is None:
         kind = timeline.kinds[0] if timeline.kinds else "server"
         main_track = (server_pid, next(tids))
@@ -252,7 +252,7 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
     for i in np.flatnonzero((u_t >= lo) & (u_t <= hi)).tolist():
         v = int(u_version[i])
         if v not in update_slices:
-            tracks[main_track].append(update_slice(*main_track, u_t[i], u_t[i]))
+            tracks[main_track].append(update_slice(*main_track, float(u_t[i]), float(u_t[i])))
 
     for slices in tracks.values():
         _clip(slices)

@@ -206,8 +206,8 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
 
         args.trace_max_events = args.trace_max_events or DEFAULT_MAX_EVENTS
         # the timeline keeps no more than the trace can show
-        timeline = Timeline(until=(args.trace_window or (0.0, math.inf))[1],
-                            limit=args.trace_max_events)
+        since, until = args.trace_window or (0.0, math.inf)
+        timeline = Timeline(until=until, limit=args.trace_max_events, since=since)
     from .progress import RunBar, shown
 
     bar = RunBar(scenario.name) if shown(args.quiet) else None

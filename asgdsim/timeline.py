@@ -8,10 +8,11 @@ while the run is traced, and nothing at all otherwise: components hold a
 ``trace`` of None and test it once per transfer or cycle, and learners'
 compute streams are wrapped only when tracing.
 
-A timeline is bounded: it keeps intervals that start up to ``until``
-(simulated seconds) and, once it holds ``limit`` intervals, moves ``until``
-back to the start of the last one it kept. What it holds is then every
-interval that starts in [0, until]: a prefix of the run, never a sample.
+A timeline is bounded: it keeps intervals that end at or after ``since``
+and start up to ``until`` (simulated seconds) and, once it holds ``limit``
+intervals, moves ``until`` back to the start of the last one it kept. What
+it holds is then every interval that overlaps [since, until]: a whole
+stretch of the run, never a sample.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ __all__ = ["Intervals", "Timeline"]
 class _Bound:
     """The window shared by every track of a timeline."""
 
-    __slots__ = ("until", "left")
+    __slots__ = ("since", "until", "left")
 
-    def __init__(self, until: float, limit: int):
-        self.until, self.left = until, limit
+    def __init__(self, since: float, until: float, limit: int):
+        self.since, self.until, self.left = since, until, limit
 
 
 class Intervals:
@@ -53,7 +54,7 @@ class Intervals:
 
     def add(self, start: float, end: float, value: float) -> None:
         bound = self.bound
-        if start > bound.until:
+        if start > bound.until or end < bound.since:
             return
         self.start.append(start)
         self.end.append(end)
@@ -84,10 +85,10 @@ class Timeline:
       Allreduce, 1: its update)
     """
 
-    def __init__(self, until: float = math.inf, limit: int = 1_000_000):
+    def __init__(self, until: float = math.inf, limit: int = 1_000_000, since: float = 0.0):
         if limit < 1:
             raise ValueError("a timeline holds at least one interval")
-        self.bound = _Bound(until, limit)
+        self.bound = _Bound(since, until, limit)
         self.steps: dict[int, Intervals] = {}
         self.links: dict[str, Intervals] = {}
         self.updaters: dict[tuple[str, int], Intervals] = {}

@@ -64,7 +64,7 @@ def check_format(doc: dict) -> list[dict]:
 
 
 def traced(sc, window=(0.0, math.inf), max_events=200_000):
-    res = simulate(sc, timeline=Timeline(until=window[1], limit=max_events))
+    res = simulate(sc, timeline=Timeline(until=window[1], limit=max_events, since=window[0]))
     return res, trace_events(res, window, max_events)
 
 
@@ -194,6 +194,21 @@ def test_a_window_of_simulated_time(tmp_path, scenario):
     check_complete(doc, res)
     x = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert all(e["ts"] <= window[1] * US and e["ts"] + e["dur"] >= window[0] * US for e in x)
+
+
+def test_a_late_window_is_not_lost_to_the_cap(tmp_path, scenario):
+    """The timeline keeps nothing before the window, so a cap that the run's
+    beginning alone would fill still leaves the window traced."""
+    sc = scenario(algorithm__kind="async", cluster__nodes=2, timing__communication="modelled",
+                  timing__compute={"distribution": "exponential", "mean": 0.2},
+                  stop__gradients=600)
+    end = simulate(sc).summary["simulated_time_s"]
+    window = (0.8 * end, 0.9 * end)
+    res, trace = traced(sc, window=window, max_events=400)
+    assert trace.gradients > 0 and trace.window_s[0] == window[0]
+    doc = load(trace, res, tmp_path)
+    check_format(doc)
+    check_complete(doc, res)
 
 
 def small(tmp_path):

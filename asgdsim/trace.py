@@ -94,6 +94,8 @@ class Trace:
 
 @dataclass
 class _Slice:
+    """One complete event ("X") on its process and thread, in seconds."""
+
     pid: int
     tid: int
     name: str
@@ -132,7 +134,7 @@ def _clip(slices: list[_Slice]) -> None:
     for a, b in zip(slices, slices[1:]):
         if a.end > b.start:
             a.end = b.start
-            if a.gradient < 0 and a.name == "step":
+            if a.gradient < 0:
                 a.name = "step (cut short)"
 
 
@@ -188,7 +190,9 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         for i in np.flatnonzero(keep).tolist():
             row = int(matched[i])
             if row < 0:
-                steps.append(_Slice(pid, tid, "step", float(start[i]), float(end[i])))
+                # cancelled, lost to a failure, or still on its way at the end
+                steps.append(_Slice(pid, tid, "step (not applied)", float(start[i]),
+                                    float(end[i])))
                 continue
             steps.append(_Slice(
                 pid, tid, f"step v{g_read[row]} -> v{g_applied[row]} (staleness {g_stale[row]})",

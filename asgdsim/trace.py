@@ -167,6 +167,10 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
     g_start, g_end = grads["t_start"].to_numpy(), grads["t_end"].to_numpy()
     g_read, g_applied = grads["version_read"].to_numpy(), grads["version_applied"].to_numpy()
     g_stale, g_samples = grads["staleness"].to_numpy(), grads["samples"].to_numpy()
+    outages = result.outages
+    down_at = ({} if outages is None or outages.empty else
+               {int(k): np.sort(v["down_s"].to_numpy()) for k, v in outages.groupby("learner")})
+    cut: dict[int, set[int]] = {}
     by_learner = defaultdict(list)
     for row, learner in enumerate(g_learner.tolist()):
         by_learner[learner].append(row)
@@ -187,12 +191,21 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
             ok[ok] &= start[at[ok]] <= g_end[rows[ok]] + 1e-12
             matched[at[ok]] = rows[ok]
         steps = tracks[(pid, tid)]
+        # a learner that fails loses its step there: draw it as far as it ran
+        lost = down_at.get(learner)
+        if lost is not None and len(start):
+            at = np.searchsorted(start, lost, side="right") - 1
+            hit = (at >= 0) & (end[np.maximum(at, 0)] > lost)
+            end = end.copy()
+            end[at[hit]] = lost[hit]
+            cut[learner] = set(at[hit].tolist())
         for i in np.flatnonzero(keep).tolist():
             row = int(matched[i])
             if row < 0:
                 # cancelled, lost to a failure, or still on its way at the end
-                steps.append(_Slice(pid, tid, "step (not applied)", float(start[i]),
-                                    float(end[i])))
+                name = ("step (lost: the learner failed)" if i in cut.get(learner, ())
+                        else "step (not applied)")
+                steps.append(_Slice(pid, tid, name, float(start[i]), float(end[i])))
                 continue
             steps.append(_Slice(
                 pid, tid, f"step v{g_read[row]} -> v{g_applied[row]} (staleness {g_stale[row]})",

@@ -268,3 +268,7 @@ def test_failures_and_learners_of_two_gpus(tmp_path, scenario, scope):
     check_complete(doc, res)
     threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert "learner 0 (GPUs 0-1)" in threads and "learner 1 (GPUs 2-3)" in threads
+    # a failure cuts the step it interrupts, at the failure
+    lost = [e for e in events if e["ph"] == "X" and e["name"].startswith("step (lost")]
+    downs = set((res.outages["down_s"] * US).round(3))
+    assert lost and all(round(e["ts"] + e["dur"], 3) in downs for e in lost)

@@ -111,12 +111,18 @@ def _caveat(pred: Prediction) -> list[str]:
 
 def headline(result: Result) -> str:
     """The short table ``run`` prints: simulated against closed form."""
-    s, a, g = result.summary, result.summary["analytic"], result.summary["agreement"]
+    return summary_headline(result.summary)
+
+
+def summary_headline(s: dict) -> str:
+    """:func:`headline` from a run's summary.json alone (what ``report`` reads)."""
+    a, g = s["analytic"], s["agreement"]
+    assumptions = a.get("laws", {}).get("assumptions")
     lines = [
         f"{s['scenario']}: {s['algorithm']}, {s['learners']} learners, seed {s['seed']}: "
         f"{s['gradients']} gradients, {s['updates']} updates, "
         f"{s['simulated_time_s']:.1f} s simulated in {s['wall_time_s']:.2f} s",
-        *_caveat(result.prediction),
+        *([] if assumptions is None else [f"  {assumptions}"]),
         f"  {'':<24}{'simulated':>14}{'closed form':>14}{'rel. err':>11}",
         _row("epoch time (s)", s["epoch_time_s"], a["epoch_time_s"], ".2f", g["epoch_time_rel_err"]),
         _row("throughput (samples/s)", s["throughput_samples_per_s"],
@@ -177,6 +183,12 @@ def _symbols(laws: dict[str, str]) -> list[str]:
     return [f"  where {'; '.join(used)}"] if used else []
 
 
+def _tracing(args: argparse.Namespace) -> bool:
+    """--trace, or a trace option that implies it."""
+    return bool(getattr(args, "trace", False) or getattr(args, "trace_window", None)
+                or getattr(args, "trace_max_events", None))
+
+
 def _simulate_into(args: argparse.Namespace, suffix: str = "",
                    events: bool = True) -> tuple[Result, Path]:
     """Simulate the command's scenario and write its files (run and compare;
@@ -189,8 +201,31 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     check_writable(out, args.overwrite)   # refuse before spending the simulation
     budget.check(scenario, args.scenario, args.max_events, args.max_memory)
-    result = simulate(scenario)
-    write_run(result, out, overwrite=True, events=events)
+    timeline = None
+    if _tracing(args):
+        from .timeline import Timeline
+        from .trace import DEFAULT_MAX_EVENTS
+
+        args.trace_max_events = args.trace_max_events or DEFAULT_MAX_EVENTS
+        # the timeline keeps no more than the trace can show
+        since, until = args.trace_window or (0.0, math.inf)
+        timeline = Timeline(until=until, limit=args.trace_max_events, since=since)
+    from .progress import RunBar, shown
+
+    bar = RunBar(scenario.name) if shown(args.quiet) else None
+    try:
+        result = simulate(scenario, timeline=timeline, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    trace = None
+    if timeline is not None:
+        from .trace import trace_events
+
+        trace = trace_events(result, args.trace_window or (0.0, math.inf), args.trace_max_events)
+    write_run(result, out, overwrite=True, events=events, trace=trace)
+    if trace is not None:
+        print(f"trace.json: {trace.describe()}", file=sys.stderr)
     return result, out
 
 
@@ -199,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .output import RUN_FILES
 
     print(headline(result))
-    print(f"wrote {out}/: {', '.join(RUN_FILES)}")
+    print(f"wrote {out}/: {', '.join(RUN_FILES + (('trace.json',) if _tracing(args) else ()))}")
     return 0
 
 
@@ -291,18 +326,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler is not None:
         raise UsageError("give --workers or --scheduler, not both")
     _check_scheduler(args.scheduler)
-    from .sweep import SweepError, print_progress, sweep
+    from .progress import PointsBar, shown
+    from .sweep import SweepError, sweep
 
+    bar = PointsBar("sweep") if shown(args.quiet) else None
     try:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
                         workers=1 if args.workers is None else args.workers,
                         scheduler=args.scheduler, overwrite=args.overwrite,
-                        progress=print_progress, overrides=_overrides(args.set),
+                        progress=bar, overrides=_overrides(args.set),
                         max_events=args.max_events, max_memory=args.max_memory)
     except SweepError as exc:
         raise UsageError(str(exc)) from None
-    if sys.stderr.isatty():
-        print(file=sys.stderr)     # end the progress line
+    finally:
+        if bar is not None:
+            bar.close()
     failed = len(list(Path(args.out, "points").glob("*.error.txt")))
     print(f"{len(results)} points in {args.out}/results.parquet and results.csv"
           + (f"; {failed} failed (see {args.out}/points/*.error.txt; rerun to retry)" if failed else ""))
@@ -353,10 +391,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_writable(out, args.overwrite)
     if args.confirm:
         _check_scheduler(args.scheduler)
-    result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
-                  args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
-                  overrides=overrides, max_staleness=args.max_staleness,
-                  max_events=args.max_events, max_memory=args.max_memory)
+    from .progress import PointsBar, shown
+
+    bar = PointsBar("confirming", " simulations", "refuted") if shown(args.quiet) else None
+    try:
+        result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
+                      args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
+                      overrides=overrides, max_staleness=args.max_staleness, progress=bar,
+                      max_events=args.max_events, max_memory=args.max_memory)
+    finally:
+        if bar is not None:
+            bar.close()
     atomic_write(out / "plan.csv", lambda tmp: result.table.to_csv(tmp, index=False))
     figure = plan_figure(result, scenario.name)
     atomic_write(out / "plan.png", lambda tmp: figure.savefig(tmp, dpi=120, format="png"))
@@ -424,6 +469,17 @@ def plan_text(result: Plan, name: str) -> str:
         lines.append("  note: the simulation orders the confirmed configurations differently "
                      "from the closed form (ranked by simulated epoch time)")
     return "\n".join(lines)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    run_dir = Path(args.run_dir)
+    if run_dir.is_dir() and not os.access(run_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"{run_dir}: not writable; report.html is written into the run's folder")
+    path = write_report(run_dir)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, self-contained)")
+    return 0
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -681,6 +737,23 @@ def _bytes(text: str) -> float:
     return value
 
 
+def _window(text: str) -> tuple[float, float]:
+    """An argparse type: a stretch of simulated time, 'END' (from 0) or
+    'START..END', each a time as scenarios write it ('10 s', '2 min')."""
+    from .units import UnitError, parse_quantity
+
+    first, sep, second = text.partition("..")
+    try:
+        bounds = (parse_quantity(first, "time") if sep else 0.0,
+                  parse_quantity(second if sep else first, "time"))
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (a window is '10 s' or '1 min..2 min')") from None
+    if not all(math.isfinite(b) and b >= 0 for b in bounds) or bounds[1] <= bounds[0]:
+        raise argparse.ArgumentTypeError(f"expected END or START..END with 0 <= START < END, "
+                                         f"got {text!r}")
+    return bounds
+
+
 def _budget_flags(parser: argparse.ArgumentParser, what: str = "a run") -> None:
     parser.add_argument("--max-events", type=_bounded(float, 0, low_open=True),
                         default=budget.DEFAULT_MAX_EVENTS, metavar="N",
@@ -710,7 +783,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     _budget_flags(run)
+    run.add_argument("--trace", action="store_true",
+                     help="also write trace.json: the run as a timeline (Chrome / Perfetto "
+                     "trace-event JSON; open it in ui.perfetto.dev)")
+    run.add_argument("--trace-window", type=_window, metavar="TIME",
+                     help="the stretch of simulated time to trace: '10 s' (the first 10 s) or "
+                     "'1 min..2 min' (from one to two minutes); implies --trace; default: "
+                     "from the start until the event cap")
+    run.add_argument("--trace-max-events", type=POSITIVE_INT, default=None, metavar="N",
+                     help="at most N events in trace.json; the trace ends early if the window "
+                     "holds more (default 200,000, some 20 MB); implies --trace")
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
@@ -723,6 +808,8 @@ def _parser() -> argparse.ArgumentParser:
                       "assumptions")
     comp.add_argument("--overwrite", action="store_true",
                       help="replace this comparison's files in an output folder that holds files")
+    comp.add_argument("--quiet", action="store_true",
+                      help="no progress bar (there is one only when stderr is a terminal)")
     _budget_flags(comp)
     comp.set_defaults(func=cmd_compare)
 
@@ -743,6 +830,8 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("--overwrite", action="store_true",
                      help="replace a folder that holds something else")
     _budget_flags(swp, "a grid point")
+    swp.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     swp.set_defaults(func=cmd_sweep)
 
     pln = sub.add_parser("plan", help="the fastest configuration for a target mini-batch size",
@@ -770,6 +859,8 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override one scenario key first, e.g. stop.epochs=5")
     _budget_flags(pln, "a candidate to confirm")
+    pln.add_argument("--quiet", action="store_true",
+                     help="no progress bar (there is one only when stderr is a terminal)")
     pln.set_defaults(func=cmd_plan)
 
     pred = scenario_command("predict", "the closed-form prediction, without simulating")
@@ -847,6 +938,13 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")
     val.set_defaults(func=cmd_validate)
+
+    rpt = sub.add_parser("report", help="one self-contained page of a run: RUN_DIR/report.html",
+                         description="write RUN_DIR/report.html: the scenario, the headline "
+                         "table, every figure and the agreement with the closed form, in one "
+                         "file that needs no network")
+    rpt.add_argument("run_dir", metavar="RUN_DIR", help="a folder that run or compare wrote")
+    rpt.set_defaults(func=cmd_report)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")
     cat.add_argument("kind", nargs="?", choices=list(catalog.KINDS))

@@ -15,6 +15,7 @@ import signal
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .atomic import atomic_text, atomic_write
 from .compare import compare_figures, comparison
@@ -22,7 +23,10 @@ from .errors import OutputExists
 from .scenario import resolved_yaml
 from .simulation import Result
 
-__all__ = ["COMPARE_FILES", "OutputExists", "RUN_FILES", "write_run"]
+if TYPE_CHECKING:
+    from .trace import Trace
+
+__all__ = ["COMPARE_FILES", "OutputExists", "RUN_FILES", "TRACE_FILE", "write_run"]
 
 EVENT_FILES = ("gradients.parquet", "updates.parquet")
 FIGURES = ("figures/staleness.png", "figures/minibatch.png", "figures/over_time.png",
@@ -30,6 +34,10 @@ FIGURES = ("figures/staleness.png", "figures/minibatch.png", "figures/over_time.
 #: what ``run`` writes, and ``compare`` (the same without the event tables)
 RUN_FILES = ("summary.json", *EVENT_FILES, "scenario.yaml", "comparison.csv", *FIGURES)
 COMPARE_FILES = tuple(f for f in RUN_FILES if f not in EVENT_FILES)
+#: what ``run --trace`` writes too
+TRACE_FILE = "trace.json"
+#: files made from a run's results, removed when the run is written anew
+DERIVED_FILES = (TRACE_FILE, "report.html", "replay.csv", "figures/replay.png")
 
 
 def check_writable(out: Path, overwrite: bool) -> None:
@@ -51,9 +59,10 @@ def check_writable(out: Path, overwrite: bool) -> None:
 
 
 def write_run(result: Result, out: Path, overwrite: bool = False,
-              events: bool = True) -> list[Path]:
+              events: bool = True, trace: Trace | None = None) -> list[Path]:
     """Write the files of ``run`` (DESIGN.md) into ``out``, without the event
-    tables if ``events`` is False; return their paths.
+    tables if ``events`` is False, with ``trace.json`` if a ``trace`` is
+    given; return their paths.
 
     The run is all or nothing: its files are written into a staging folder
     beside ``out`` and moved in together, with Ctrl-C held back for the
@@ -63,7 +72,7 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
     out = Path(out)
     check_writable(out, overwrite)
     sc = result.scenario
-    names = RUN_FILES if events else COMPARE_FILES
+    names = (RUN_FILES if events else COMPARE_FILES) + ((TRACE_FILE,) if trace is not None else ())
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
@@ -76,6 +85,9 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
         atomic_text(staging / "scenario.yaml", resolved_yaml(sc))
         atomic_write(staging / "comparison.csv",
                      lambda tmp: comparison(result).to_csv(tmp, index=False))
+        if trace is not None:
+            from .trace import write_trace
+            atomic_write(staging / TRACE_FILE, lambda tmp: write_trace(trace, result, tmp))
         for name, fig in compare_figures(result).items():
             atomic_write(staging / "figures" / name,
                          lambda tmp, fig=fig: fig.savefig(tmp, dpi=120, format="png"))
@@ -83,6 +95,11 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
             for name in names:
                 (out / name).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / name, out / name)
+            # what an earlier run here derived from its own results would
+            # now describe another run
+            for name in DERIVED_FILES:
+                if name not in names:
+                    (out / name).unlink(missing_ok=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / f for f in names]

@@ -90,13 +90,15 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
          confirm: int = 3, workers: int = 1, scheduler: str | None = None,
          overrides: dict | None = None, max_staleness: float | None = None,
          max_events: float = budget.DEFAULT_MAX_EVENTS,
-         max_memory: float = budget.DEFAULT_MAX_MEMORY) -> Plan:
+         max_memory: float = budget.DEFAULT_MAX_MEMORY, progress=None) -> Plan:
     """Rank every configuration by the closed form; confirm by simulation.
 
     ``overrides`` (dotted keys, as ``--set``) change the scenario first.
     Every candidate that confirming may simulate (the feasible ones, in
     turn) has its run estimated first, and one beyond ``max_events`` or
-    ``max_memory`` (budget.py) is refused before any simulation starts."""
+    ``max_memory`` (budget.py) is refused before any simulation starts.
+    ``progress`` is called with (confirmed, refuted, simulations wanted) as
+    each confirming simulation ends."""
     raw, source = raw_scenario(scenario)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
@@ -159,7 +161,8 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         check_points(raw, source, [point_of(i) for i in queue], "candidate",
                      max_events=max_events, max_memory=max_memory)
     first, queue = queue[:confirm], queue[confirm:]
-    confirmed = []
+    confirmed, refuted = [], []
+    launched = [len(first)]         # simulations asked for so far
 
     def finished(point: Point, row: dict | None, error: BaseException | None) -> list[Point]:
         if error is not None:
@@ -170,9 +173,17 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         table.loc[i, "feasible"] = within(row["minibatch_mean"], row["staleness_mean"])
         if table.loc[i, "feasible"]:
             confirmed.append(i)
-            return []
-        return [point_of(queue.pop(0))] if queue else []
+        else:
+            refuted.append(i)
+        # each refuted candidate hands its turn to the next, while any is left
+        more = [point_of(queue.pop(0))] if queue and not table.loc[i, "feasible"] else []
+        launched[0] += len(more)
+        if progress:
+            progress(len(confirmed), len(refuted), launched[0])
+        return more
 
+    if progress and first:
+        progress(0, 0, len(first))
     run_on_dask(raw, source, [point_of(i) for i in first], finished, workers=workers,
                 scheduler=scheduler)
     simulated = table["simulated_epoch_time_s"].notna()

@@ -4,13 +4,20 @@
 first stop condition, and collects the recorder's columns into DataFrames and
 the contract's summary. It writes no files (the command line does that) and
 owns all its randomness: the same scenario and seed give the same numbers.
+
+Two things a caller may ask for that change no number: a
+:class:`~asgdsim.timeline.Timeline` to record every interval into (for a
+trace), and a ``progress`` callback, called from a SimPy process a few
+times a wall-clock second (never per event) with a :class:`Progress`.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 import simpy
@@ -23,8 +30,28 @@ from .costs import Costs, costs_of
 from .recorder import Recorder
 from .scenario import Scenario
 from .summary import measured, summarize
+from .timeline import Timeline
 
-__all__ = ["Result", "simulate"]
+__all__ = ["Progress", "Result", "simulate"]
+
+
+class Progress(NamedTuple):
+    """How far a run is, against its stop conditions (limits inf where unset)."""
+
+    now_s: float
+    gradients: int
+    samples: int
+    updates: int
+    stop_time_s: float
+    stop_gradients: float
+    stop_samples: float
+    stop_updates: float
+
+    @property
+    def fraction(self) -> float:
+        """The share of the way to the nearest stop condition, 0 to 1."""
+        return min(1.0, max(self.now_s / self.stop_time_s, self.gradients / self.stop_gradients,
+                            self.samples / self.stop_samples, self.updates / self.stop_updates))
 
 
 @dataclass(frozen=True)
@@ -44,6 +71,8 @@ class Result:
     #: where learners fail: each time one was down (learner, down_s, up_s; up_s
     #: NaN if still down at the end)
     outages: pd.DataFrame | None = None
+    #: the intervals recorded for a trace, where one was asked for
+    timeline: Timeline | None = None
 
     @property
     def measured(self) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -75,8 +104,50 @@ def _failures(env, scenario: Scenario, prediction: Prediction, cluster: Cluster,
     return Failures(env, spec, cluster, weights, seed, units, threads, patience)
 
 
-def simulate(scenario: Scenario, seed: int | None = None) -> Result:
-    """Simulate ``scenario`` (with ``seed`` instead of the scenario's, if given)."""
+#: progress is reported about this often, in wall-clock seconds
+PROGRESS_EVERY_S = 0.2
+
+
+def _report_progress(env: simpy.Environment, weights: Weights, stop, samples_limit: float,
+                     first_s: float, report: Callable[[Progress], None]):
+    """Call ``report`` every so often: a process that sleeps a stretch of
+    simulated time, stretched or shrunk so that the calls come about every
+    PROGRESS_EVERY_S of wall time, whatever the run's pace. It only reads."""
+    every = first_s
+    limits = (stop.time or math.inf, stop.gradients or math.inf, samples_limit,
+              stop.updates or math.inf)
+    last = time.perf_counter()
+    while True:
+        yield env.timeout(every)
+        now = time.perf_counter()
+        report(Progress(env.now, weights.gradients_applied, weights.samples_applied,
+                        weights.version, *limits))
+        every *= min(4.0, max(0.25, PROGRESS_EVERY_S / max(now - last, 1e-6)))
+        last = now
+
+
+def _horizon_s(scenario: Scenario, prediction: Prediction) -> float:
+    """Roughly how much simulated time the run takes (for progress only)."""
+    stop, guesses = scenario.stop, []
+    rate = prediction.throughput_samples_per_s
+    if stop.time is not None:
+        guesses.append(stop.time)
+    if stop.epochs:
+        guesses.append(stop.epochs * prediction.epoch_time_s)
+    if stop.gradients:
+        guesses.append(stop.gradients * scenario.workload.sub_batch / rate)
+    if stop.updates:
+        guesses.append(stop.updates * prediction.t_update_s)
+    finite = [g for g in guesses if g == g and 0 < g < math.inf]
+    return min(finite) if finite else 1.0
+
+
+def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline | None = None,
+             progress: Callable[[Progress], None] | None = None) -> Result:
+    """Simulate ``scenario`` (with ``seed`` instead of the scenario's, if given).
+
+    ``timeline``: record every compute step, transfer and update into it.
+    ``progress``: called every so often with a :class:`Progress`."""
     from .budget import check_learners
 
     check_learners(scenario, scenario.name)       # the simulator's own bound, not predict's
@@ -97,6 +168,12 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
     cluster: Cluster = build_cluster(env, scenario, costs, weights, recorder, seed)
     apply_slowdowns(cluster, scenario.faults.link_slowdowns)
     failures = _failures(env, scenario, prediction, cluster, weights, seed)
+    if timeline is not None:
+        timeline.instrument(env, cluster)
+    if progress is not None:
+        env.process(_report_progress(
+            env, weights, stop, stop.epochs * scenario.workload.dataset_samples if stop.epochs
+            else math.inf, _horizon_s(scenario, prediction) / 200, progress))
     until = weights.stopped
     if stop.time is not None:
         until = env.any_of([weights.stopped, env.timeout(stop.time)])
@@ -118,4 +195,5 @@ def simulate(scenario: Scenario, seed: int | None = None) -> Result:
                         wall_time_s=time.perf_counter() - started,
                         cancelled_steps=sum(cancelled) if cancelled else None, faults=faults)
     return Result(scenario, seed, gradients, updates, prediction, costs, utilisation, summary,
-                  recorder.nbytes, None if failures is None else failures.outages(env.now))
+                  recorder.nbytes, None if failures is None else failures.outages(env.now),
+                  timeline)

@@ -22,8 +22,6 @@ import itertools
 import json
 import logging
 import shutil
-import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +37,7 @@ from .scenario import apply_overrides, load_scenario, scenario_from_dict
 from .simulation import simulate
 
 __all__ = ["Point", "SweepError", "check_points", "grid_points", "point_seed", "run_point",
-           "run_on_dask", "sweep", "flatten", "print_progress", "raw_scenario"]
+           "run_on_dask", "sweep", "flatten", "raw_scenario"]
 
 FIGURES = ("epoch_time_s", "throughput_samples_per_s")
 STATISTICS = ("mean", "p95")
@@ -153,16 +151,9 @@ def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
     atomic_text(marker, json.dumps(spec, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def _progress(done: int, failed: int, total: int, started: float, ran: int) -> str:
-    elapsed = time.monotonic() - started
-    left = (total - done - failed) * elapsed / ran if ran else float("nan")
-    eta = f"~{left:.0f} s left" if left == left else "estimating"
-    return f"[{done + failed}/{total}] done {done}, failed {failed}, {eta}"
-
-
 def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
           out: str | Path, workers: int = 1, scheduler: str | None = None,
-          overwrite: bool = False, progress: Callable[[str], None] | None = None,
+          overwrite: bool = False, progress: Callable[[int, int, int], None] | None = None,
           overrides: dict[str, Any] | None = None,
           max_events: float = budget.DEFAULT_MAX_EVENTS,
           max_memory: float = budget.DEFAULT_MAX_MEMORY) -> pd.DataFrame:
@@ -193,7 +184,8 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
              overwrite)
     pending = [p for p in points if not (out / "points" / f"{p.id}.json").exists()]
     counts = {"done": len(points) - len(pending), "failed": 0}
-    started = time.monotonic()
+    if progress and pending:
+        progress(counts["done"], 0, len(points))     # what a resumed sweep has already
 
     def finished(point: Point, row: dict | None, error: BaseException | None) -> None:
         failure = out / "points" / f"{point.id}.error.txt"
@@ -205,8 +197,7 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
             atomic_text(failure, f"{point.key}\n{error!r}\n")
             counts["failed"] += 1
         if progress:
-            ran = counts["done"] + counts["failed"] - (len(points) - len(pending))
-            progress(_progress(counts["done"], counts["failed"], len(points), started, ran))
+            progress(counts["done"], counts["failed"], len(points))
 
     run_on_dask(raw, source, pending, finished, workers=workers, scheduler=scheduler)
     return _gather(out, points)
@@ -254,16 +245,3 @@ def _gather(out: Path, points: list[Point]) -> pd.DataFrame:
         atomic_write(out / "results.parquet", lambda tmp: results.to_parquet(tmp, index=False))
         atomic_text(out / "results.csv", results.to_csv(index=False))
     return results
-
-
-def print_progress(line: str) -> None:
-    """One line rewritten in place on a terminal; in a log, a line per tenth
-    of the sweep (and the last)."""
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r{line}   ")
-    else:
-        done, total = map(int, line[1:line.index("]")].split("/"))
-        if done == total or done % max(1, total // 10) == 0:
-            sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-

@@ -136,6 +136,8 @@ class CancellingRound:
         #: the server's port, taken in turn by pushes that a closing round can
         #: still stop (a Link's transfers, once asked for, cannot be)
         self.port = Turns(env)
+        #: where the run is traced (timeline.Intervals): each update's interval
+        self.trace = None
         self.closed = env.event()       # this round has its k gradients
         self.published = env.event()    # ... and its update is applied: the version
 
@@ -163,6 +165,8 @@ class CancellingRound:
 
     def _update(self, rows: list[int]) -> Generator:
         if self.update_s:
+            if self.trace is not None:
+                self.trace.add(self.env.now, self.env.now + self.update_s, self.update_s)
             yield self.env.timeout(self.update_s)
             self.busy_s += self.update_s
         published = self.published

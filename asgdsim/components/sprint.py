@@ -29,11 +29,13 @@ __all__ = ["Allreduce", "SprintNode", "SprintLearner"]
 class Round:
     """One Allreduce round: the gradients summed, and the version they made."""
 
-    __slots__ = ("rows", "version")
+    __slots__ = ("rows", "version", "started")
 
     def __init__(self) -> None:
         self.rows: list[int] = []
         self.version: int | None = None
+        #: when the collective began (its last member joined)
+        self.started = 0.0
 
 
 class Allreduce:
@@ -73,6 +75,7 @@ class Allreduce:
             done, finished, now = self._done, self._round, self.env.now
             took = (self.duration_s if self.profile is None
                     else self.profile.end(now, self.duration_s) - now)
+            finished.started = now
             self.env.timeout(took).callbacks.append(lambda _: self._finish(done, finished, took))
             self._start_round()
 
@@ -92,6 +95,9 @@ class SprintNode:
         self.accumulator: list[int] = []
         self.busy_s = 0.0
         self._applying: Round | None = None     # the round its update is applying
+        #: where the run is traced (timeline.Intervals): each cycle's
+        #: Allreduce (value 0) and update (value 1)
+        self.trace = None
         self.process = env.process(self.update_thread())
 
     def fail(self) -> int:
@@ -119,12 +125,16 @@ class SprintNode:
             rows, self.accumulator = self.accumulator, []
             summed: Round = yield self.allreduce.join(rows, self.index)
             self._applying = summed
+            began = env.now
             if self.update_s:
                 yield env.timeout(self.update_s)
                 self.busy_s += self.update_s
             if summed.version is None:
                 summed.version = self.weights.apply(summed.rows)
             self.version, self._applying = summed.version, None
+            if self.trace is not None:
+                self.trace.add(summed.started, began, 0)
+                self.trace.add(began, env.now, 1)
 
 
 class SprintLearner:

@@ -1,0 +1,173 @@
+"""``asgdsim report``: one self-contained page, checked in a real browser.
+
+The browser is Debian's Chromium driven through its chromedriver (the
+``chromium`` and ``chromium-driver`` packages; .ci/run installs them) by
+Selenium, which is told where the driver is so that it never tries to
+download one. Without them the browser tests fail, saying what to
+install: a report nobody looked at in a browser is not tested.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from asgdsim.cli import main
+
+SCREEN = (1200, 1600)
+
+
+def write_small(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text("name: small\nworkload: {model: alexnet, dataset_samples: 2000, sub_batch: 8}\n"
+                    "cluster: {nodes: 2, gpus_per_node: 2, gpu: K80, network: ib-fdr}\n"
+                    "algorithm: {kind: sprint}\nstop: {epochs: 1}\n" + extra)
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    out = tmp / "run"
+    assert main(["run", str(write_small(tmp)), "--out", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def fault_run_dir(tmp_path_factory) -> Path:
+    """A mixed cluster whose learners fail: the report's groups and failures."""
+    tmp = tmp_path_factory.mktemp("faults")
+    path = tmp / "mixed.yaml"
+    path.write_text(
+        "name: mixed\nworkload: {model: alexnet, dataset_samples: 4000, sub_batch: 8}\n"
+        "cluster:\n  network: ib-fdr\n  groups:\n"
+        "    - {nodes: 1, gpus_per_node: 2, gpu: K80}\n"
+        "    - {nodes: 1, gpus_per_node: 2, gpu: P100}\n"
+        "algorithm: {kind: async}\n"
+        "timing: {compute: {distribution: exponential, mean: 50 ms}, communication: ideal}\n"
+        "faults: {failures: {mtbf: 2 s, repair: 0.5 s, scope: learner}}\n"
+        "stop: {epochs: 1}\n")
+    out = tmp / "run"
+    assert main(["run", str(path), "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary.get("groups") and summary.get("faults")
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+def test_report_is_self_contained(run_dir):
+    page = (run_dir / "report.html").read_text()
+    figures = sorted(p.name for p in (run_dir / "figures").glob("*.png"))
+    for name in figures:
+        assert f"<figcaption>{name}</figcaption>" in page
+    sources = re.findall(r'<img src="([^"]*)"', page)
+    assert len(sources) == len(figures) and all(s.startswith("data:image/png;base64,")
+                                               for s in sources)
+    # nothing to fetch: no script, no external link, no style sheet elsewhere
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "Simulated against the closed form" in page and "epoch time (s)" in page
+    assert "kind: sprint" in page          # the resolved scenario
+
+
+def test_report_has_groups_and_faults_where_the_run_has_them(fault_run_dir, run_dir):
+    page = (fault_run_dir / "report.html").read_text()
+    assert "<h2>Groups</h2>" in page and "<h2>Failures</h2>" in page
+    plain = (run_dir / "report.html").read_text()
+    assert "<h2>Groups</h2>" not in plain and "<h2>Failures</h2>" not in plain
+
+
+@pytest.mark.parametrize("remove", ["summary.json", "comparison.csv", "figures/staleness.png"])
+def test_an_incomplete_run_folder_is_refused(run_dir, tmp_path, capsys, remove):
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / remove).unlink()
+    (copy / "report.html").unlink()
+    assert main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert str(copy) in err and remove in err and "Traceback" not in err
+    assert not (copy / "report.html").exists()
+
+
+def test_a_missing_or_broken_folder_is_refused(tmp_path, capsys, run_dir):
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["report", str(tmp_path / "file")]) == 2
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / "summary.json").write_text("{not json")
+    assert main(["report", str(copy)]) == 2
+    assert "summary.json" in capsys.readouterr().err
+    (copy / "summary.json").write_text(json.dumps({"scenario": "x"}))
+    assert main(["report", str(copy)]) == 2
+    assert "incomplete" in capsys.readouterr().err
+
+
+# --- in a real browser ------------------------------------------------------
+
+def _browser():
+    """Headless Chromium under Selenium, or a failure that says what to install."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.fail("the report's browser tests need Debian's Chromium and its driver: "
+                    "apt-get install chromium chromium-driver (.ci/run does)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.fail("the report's browser tests need Selenium: pip install -e '.[dev]'")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--hide-scrollbars", f"--window-size={SCREEN[0]},{SCREEN[1]}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = _browser()
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.parametrize("which", ["plain", "groups and faults"])
+def test_report_renders_in_chromium(browser, run_dir, fault_run_dir, tmp_path, which):
+    folder = run_dir if which == "plain" else fault_run_dir
+    browser.get((folder / "report.html").resolve().as_uri())
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors
+    images = browser.execute_script(
+        "return Array.from(document.images).map(i => [i.alt, i.complete, i.naturalWidth,"
+        " i.naturalHeight, i.getBoundingClientRect().width, i.getBoundingClientRect().height])")
+    expected = len(list((folder / "figures").glob("*.png"))) + (0 if which == "plain" else 2)
+    assert len(images) == expected
+    for alt, complete, natural_w, natural_h, width, height in images:
+        assert complete and natural_w > 0 and natural_h > 0, alt
+        assert width > 0 and height > 0, alt
+    assert browser.execute_script("return document.title").startswith("asgdsim: ")
+
+
+def test_report_screenshot(browser, run_dir, tmp_path):
+    """The page as a person sees it: a PNG of the window's size, not blank."""
+    from PIL import Image
+
+    browser.set_window_size(*SCREEN)
+    browser.get((run_dir / "report.html").resolve().as_uri())
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot))
+    with Image.open(shot) as image:
+        width, height = browser.execute_script("return [window.innerWidth, window.innerHeight]")
+        assert image.size == (width, height) and width > 800
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 50      # text and figures, not one colour
+        white = max(colours)[0] / (image.size[0] * image.size[1])
+        assert white < 0.97

@@ -244,8 +244,6 @@ def test_ssp_of_a_million_learners_says_how_many_it_walked():
 def _staggered_by_convolutions(law, ready, k):
     """The k-th event of staggered renewal processes with a convolution per
     sum of steps, as before the sum was convolved once (the reference)."""
-    from asgdsim.renewal import kth_event_staggered  # noqa: F401 (the one compared)
-
     lo = float(ready.min())
     hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
     points = 2049
@@ -269,9 +267,9 @@ def test_staggered_events_convolve_the_renewal_function_once(learners, spacing):
     """Convolution is linear: one convolution of the summed cdfs is the sum
     of the convolutions, to rounding (and the sums stop where every
     learner's next event together falls below 1e-9, no earlier)."""
-    from asgdsim.renewal import kth_event_staggered
+    from asgdsim.renewal import events_staggered
 
     law = Law("lognormal", "lognorm", scale=1.2 * math.exp(-0.05**2 / 2), shape=0.05)
     ready = 0.1 + spacing * np.arange(learners)
-    assert kth_event_staggered(law, ready, learners // 2) == pytest.approx(
+    assert events_staggered(law, ready, learners // 2)[-1] == pytest.approx(
         _staggered_by_convolutions(law, ready, learners // 2), rel=1e-12)

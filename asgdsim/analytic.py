@@ -204,7 +204,9 @@ class Run:
 def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
               extra: list[mva.Station] = ()) -> list[mva.Station]:
     """The queueing stations of the loop: one per kind of resource a stage
-    queues at, with as many servers as the cluster (or one node) has."""
+    queues at, with as many servers as the cluster (or one node) has, and a
+    fat tree's up- and down-links, each at its share of a port's time, with
+    as many servers as leaves carry them (structure.Topology.fabric_demands)."""
     kinds = dict.fromkeys(stage.holds[0] for stage in loop.stages)
     stations = [mva.Station("gpu", law.mean, servers=0)]
     for kind in kinds:
@@ -213,6 +215,9 @@ def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
             servers = max(1, servers // topology.nodes)
         demand = topology.held_s(st for st in loop.stages if st.holds[0] == kind)
         stations.append(mva.Station(kind, demand, servers=servers))
+    if scope == "cluster":
+        stations += [mva.Station(name, demand, servers=leaves)
+                     for name, demand, leaves in topology.fabric_demands(loop.stages)]
     return stations + list(extra)
 
 
@@ -485,7 +490,7 @@ def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:
     return float(np.interp(n - 0.5, count, grid))
 
 
-def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
+def _paced_walk(walk_of, m: int, steps: int, share: float = 0.0) -> dict[str, np.ndarray]:
     """The times of marked stages of every learner's fixed-time walk
     (``walk_of(i, steps)`` gives its stages and the indices of each kind of
     mark), learners x marks for each kind, the first kind setting the pace.
@@ -494,10 +499,11 @@ def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
     would see the fast ones stop early and the rest run free: each walks
     as many steps as the slowest needs to reach the same time, the times
     past the earliest end are dropped, and each learner's marks continue at
-    its own last pace to a common count."""
+    its own last pace to a common count. ``share``: a fat tree's links'
+    share of a port's time (Topology.fabric_share)."""
     def walk(counts: list[int]) -> list[dict[str, np.ndarray]]:
         plans = [walk_of(i, counts[i]) for i in range(m)]
-        ends = Skeleton().walk([0.0] * m, [stages for stages, _ in plans])
+        ends = Skeleton(share).walk([0.0] * m, [stages for stages, _ in plans])
         return [{name: ends[i, idx] for name, idx in marks.items()}
                 for i, (_, marks) in enumerate(plans)]
 
@@ -716,7 +722,8 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
                 marks["fetch"].append(len(walk) - 1)
                 walk += reply
         return walk, marks
-    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)))
+    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)),
+                        topo.fabric_share)
     return times["push"], times["fetch"]
 
 
@@ -822,6 +829,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
                                   update_s, k)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
     message = push.duration_s if push is not None else 0.0
+    if push is not None and topo.nodes_per_switch:
+        # or at the server's leaf's down-link, where a fat tree's is slower
+        message = max(message, topo.message_s(loop, "server_port_in"))
     to_push = loop.after[:-1] if push is not None else loop.after
     before = [_resolved(topo, loop.before, i) for i in range(p)]
     early = 0.0      # local SGD: the round's steps before the last, walked at their mean
@@ -840,7 +850,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         ready = np.zeros(p)
         walked = [stages[i] + tail[i] for i in order]
         if any(walked):
-            ends = Skeleton().walk(np.zeros(p), walked)
+            ends = Skeleton(topo.fabric_share).walk(np.zeros(p), walked)
             ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
                             for row in ends]
         if law.is_constant:
@@ -869,10 +879,9 @@ def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
     arrive one after another, the rest of the loop overlaps with them."""
     p = topo.learners
     # each shard's port takes one part of every learner's message
-    shards = topo.instances("server_port_in")
-    message = loop.demand_s("server_port_in") / shards
+    message = topo.message_s(loop, "server_port_in")
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
-    ready = np.arange(1, p + 1) * loop.demand_s("server_port_out") / shards + local
+    ready = np.arange(1, p + 1) * topo.message_s(loop, "server_port_out") + local
     later = _push_queue(ready, law, message, k) + update_s
     first = _push_queue(np.full(p, local), law, message, k) + update_s
     return first, later, False

@@ -100,8 +100,8 @@ def predict(scenario, costs):
         # i pulls late; unless the server's port sets the pace: the K
         # pushes one after another, after the first learner's pull and step
         cycle = law.plus(sum(st.duration_s for st in loop_.before + loop_.after))
-        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
-        to_port = loop_.demand_s("server_port_in") / topo.instances("server_port_in")
+        out = topo.message_s(loop_, "server_port_out")
+        to_port = topo.message_s(loop_, "server_port_in")
         reply = sum(st.duration_s for st in loop_.reply)
         # the port's bound: the K pushes one after another from the first
         first = max(kth_event_mean(cycle, L, k)[0],
@@ -121,7 +121,7 @@ def predict(scenario, costs):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the
         # one under way when it publishes (half a pull on average)
-        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+        out = topo.message_s(loop_, "server_port_out")
         if L * out >= steady:
             steady += out / 2
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"

@@ -204,21 +204,34 @@ class Run:
 def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
               extra: list[mva.Station] = ()) -> list[mva.Station]:
     """The queueing stations of the loop: one per kind of resource a stage
-    queues at, with as many servers as the cluster (or one node) has, and a
-    fat tree's up- and down-links, each at its share of a port's time, with
-    as many servers as leaves carry them (structure.Topology.fabric_demands)."""
+    queues at, with as many servers as the cluster (or one node) has.
+
+    A message across a fat tree's leaves holds the server's port and the
+    leaves' links at once, not one after the other: like the node's port
+    beside the server's, the links it holds together are one station, the
+    busiest per instance (a leaf's link, at its share of a port's time
+    over the leaves that carry it, in place of the server's port where it
+    is the busier; structure.Topology.fabric_demands)."""
     kinds = dict.fromkeys(stage.holds[0] for stage in loop.stages)
-    stations = [mva.Station("gpu", law.mean, servers=0)]
+    stations = {"gpu": mva.Station("gpu", law.mean, servers=0)}
     for kind in kinds:
         servers = topology.instances(kind)
         if scope == "node":
             servers = max(1, servers // topology.nodes)
         demand = topology.held_s(st for st in loop.stages if st.holds[0] == kind)
-        stations.append(mva.Station(kind, demand, servers=servers))
-    if scope == "cluster":
-        stations += [mva.Station(name, demand, servers=leaves)
-                     for name, demand, leaves in topology.fabric_demands(loop.stages)]
-    return stations + list(extra)
+        stations[kind] = mva.Station(kind, demand, servers=servers)
+    for name, demand, leaves in topology.fabric_demands(loop.stages) if scope == "cluster" else ():
+        port = ALONG[name]
+        # (a link no busier than the port, e.g. at 1:1, leaves the port the station)
+        if port in stations and \
+                demand / leaves > stations[port].demand_s / stations[port].servers * (1 + 1e-9):
+            stations[port] = mva.Station(name, demand, servers=leaves)
+    return list(stations.values()) + list(extra)
+
+
+#: the server's port a fat tree's link is held with (structure.Topology.fabric_demands)
+ALONG = {"leaf_up": "server_port_in", "server_leaf_down": "server_port_in",
+         "leaf_down": "server_port_out", "server_leaf_up": "server_port_out"}
 
 
 def _cycle(stations: list[mva.Station], customers: int, law: Law,

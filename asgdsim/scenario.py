@@ -596,6 +596,10 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
         tags = error.get("ctx", {}).get("expected_tags", "")
         return f"{key}.{error['ctx']['discriminator'].strip(chr(39))}" if key else key, \
             f"expected one of {tags} (got {error['ctx'].get('tag')!r})"
+    if kind == "union_tag_not_found":
+        # a mapping without the key that says which kind it is
+        tag = error.get("ctx", {}).get("discriminator", "kind").strip("'")
+        return f"{key}.{tag}" if key else tag, "required key is missing (it says which kind)"
     if kind == "missing":
         return key, "required key is missing"
     if kind == "value_error":

@@ -203,20 +203,32 @@ class Topology:
     def fabric_demands(self, stages) -> list[tuple[str, float, int]]:
         """The fabric's queueing stations of a loop: (name, seconds per learner
         cycle averaged over the learners, leaves serving them) for the links
-        of the learners' leaves and of the shards' leaves, each direction."""
+        of the learners' leaves and of the shards' leaves, each direction.
+
+        Counted by leaf and shard offset, not learner by learner: a leaf's
+        learners are a contiguous range, and which shard a part goes to
+        depends on the learner's index modulo the shards only."""
         if not self.nodes_per_switch:
             return []
+        crossing = [(stage, next(k for k in stage.holds if k in CROSSES)) for stage in stages
+                    if any(k in CROSSES for k in stage.holds)]
         used: dict[str, tuple[float, set]] = {}
-        for learner in range(self.learners):
-            for stage in stages:
-                names = self.holds(stage, learner)
-                if not names or not is_fabric(names[-1]):
-                    continue
-                own, other = CROSSES[next(k for k in stage.holds if k in CROSSES)]
-                for role, name in ((own, names[-2]), (f"server_{other}", names[-1])):
-                    seconds, leaves = used.get(role, (0.0, set()))
-                    leaves.add(name)
-                    used[role] = (seconds + stage.duration_s * self.fabric_share, leaves)
+        per_leaf, shards = self.nodes_per_switch * self.learners_per_node, self.servers
+        for leaf in range(self.leaf_of(self.nodes - 1) + 1):
+            first, end = leaf * per_leaf, min(self.learners, (leaf + 1) * per_leaf)
+            for offset in range(shards):
+                count = len(range(first + (offset - first) % shards, end, shards))
+                for stage, kind in crossing if count else ():
+                    theirs = self.leaf_of(self.server_node((offset + stage.part) % shards))
+                    if theirs == leaf:
+                        continue
+                    own, other = CROSSES[kind]
+                    seconds = count * stage.duration_s * self.fabric_share
+                    for role, name in ((own, f"{own}[{leaf}]"),
+                                       (f"server_{other}", f"{other}[{theirs}]")):
+                        total, leaves = used.get(role, (0.0, set()))
+                        leaves.add(name)
+                        used[role] = (total + seconds, leaves)
         return [(role, seconds / self.learners, len(leaves))
                 for role, (seconds, leaves) in used.items()]
 

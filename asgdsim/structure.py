@@ -200,19 +200,15 @@ class Topology:
                 return f"{own}[{mine}]", f"{other}[{theirs}]"
         return ()
 
-    def fabric_demands(self, stages) -> list[tuple[str, float, int]]:
-        """The fabric's queueing stations of a loop: (name, seconds per learner
-        cycle averaged over the learners, leaves serving them) for the links
-        of the learners' leaves and of the shards' leaves, each direction.
+    def _crossings(self, stages):
+        """(stage, shard port kind, learners' leaf, shard's leaf, learners)
+        for every group of learners whose message in a stage crosses leaves.
 
         Counted by leaf and shard offset, not learner by learner: a leaf's
         learners are a contiguous range, and which shard a part goes to
         depends on the learner's index modulo the shards only."""
-        if not self.nodes_per_switch:
-            return []
         crossing = [(stage, next(k for k in stage.holds if k in CROSSES)) for stage in stages
                     if any(k in CROSSES for k in stage.holds)]
-        used: dict[str, tuple[float, set]] = {}
         per_leaf, shards = self.nodes_per_switch * self.learners_per_node, self.servers
         for leaf in range(self.leaf_of(self.nodes - 1) + 1):
             first, end = leaf * per_leaf, min(self.learners, (leaf + 1) * per_leaf)
@@ -220,17 +216,35 @@ class Topology:
                 count = len(range(first + (offset - first) % shards, end, shards))
                 for stage, kind in crossing if count else ():
                     theirs = self.leaf_of(self.server_node((offset + stage.part) % shards))
-                    if theirs == leaf:
-                        continue
-                    own, other = CROSSES[kind]
-                    seconds = count * stage.duration_s * self.fabric_share
-                    for role, name in ((own, f"{own}[{leaf}]"),
-                                       (f"server_{other}", f"{other}[{theirs}]")):
-                        total, leaves = used.get(role, (0.0, set()))
-                        leaves.add(name)
-                        used[role] = (total + seconds, leaves)
+                    if theirs != leaf:
+                        yield stage, kind, leaf, theirs, count
+
+    def fabric_demands(self, stages) -> list[tuple[str, float, int]]:
+        """The fabric's queueing stations of a loop: (name, seconds per learner
+        cycle averaged over the learners, leaves serving them) for the links
+        of the learners' leaves and of the shards' leaves, each direction."""
+        if not self.nodes_per_switch:
+            return []
+        used: dict[str, tuple[float, set]] = {}
+        for stage, kind, leaf, theirs, count in self._crossings(stages):
+            own, other = CROSSES[kind]
+            seconds = count * stage.duration_s * self.fabric_share
+            for role, name in ((own, f"{own}[{leaf}]"), (f"server_{other}", f"{other}[{theirs}]")):
+                total, leaves = used.get(role, (0.0, set()))
+                leaves.add(name)
+                used[role] = (total + seconds, leaves)
         return [(role, seconds / self.learners, len(leaves))
                 for role, (seconds, leaves) in used.items()]
+
+    def unhindered_s(self, stages) -> float:
+        """Seconds a learner spends in ``stages`` with nobody else in the way,
+        averaged over the learners: a message across leaves whose links are
+        slower than a port (fabric_share > 1) takes their time, not the port's."""
+        seconds = sum(st.duration_s for st in stages)
+        if not self.nodes_per_switch or self.fabric_share <= 1:
+            return seconds
+        slower = sum(count * stage.duration_s for stage, _, _, _, count in self._crossings(stages))
+        return seconds + (self.fabric_share - 1) * slower / self.learners
 
     def message_s(self, loop: Loop, port: str) -> float:
         """Seconds the server's way in (``server_port_in``) or out

@@ -99,10 +99,11 @@ def predict(scenario, costs):
         # the server's port one learner after another, so learner i starts
         # i pulls late; unless the server's port sets the pace: the K
         # pushes one after another, after the first learner's pull and step
-        cycle = law.plus(sum(st.duration_s for st in loop_.before + loop_.after))
+        # (a message across a fat tree's leaves at their links' pace where slower)
+        cycle = law.plus(topo.unhindered_s(loop_.before + loop_.after))
         out = topo.message_s(loop_, "server_port_out")
         to_port = topo.message_s(loop_, "server_port_in")
-        reply = sum(st.duration_s for st in loop_.reply)
+        reply = topo.unhindered_s(loop_.reply)
         # the port's bound: the K pushes one after another from the first
         first = max(kth_event_mean(cycle, L, k)[0],
                     kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s

@@ -385,6 +385,23 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
     return None
 
 
+def _sharded_fabric(loop: Loop, topology: Topology, cycle: float) -> str | None:
+    """A message to several shards across a fat tree's leaves holds, part by
+    part, the links of several leaves, and colocated shards' leaves carry
+    their learners' parts and their shards' at once: couplings that the
+    stations (one per kind of link) do not see. Say so where the links are
+    busy enough for them to bind, as for the shards' ports."""
+    if topology.servers == 1 or not topology.nodes_per_switch:
+        return None
+    for name, demand, leaves in topology.fabric_demands(loop.stages):
+        busy = topology.learners / cycle * demand / leaves
+        if busy >= COUPLED_UTILISATION:
+            return (f"{OUTSIDE}: the fat tree's {name} links are {busy:.0%} busy with messages "
+                    f"to {topology.servers} shards across the leaves, each part holding its "
+                    "own leaves' links")
+    return None
+
+
 def _outside(*reasons: str | None) -> dict[str, str]:
     """``laws`` entries for the first reason the closed form does not apply."""
     reason = next((r for r in reasons if r is not None), None)
@@ -458,7 +475,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
                          "run's stop, with the variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
     laws.update(_outside(_random_contention(util, law, loop.overhead_s + costs.server_update_s),
-                         _coupled_shards(loop, topo, cycle)))
+                         _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -702,7 +719,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
     laws.update(_outside(first_only, _random_contention(util, law, loop.overhead_s + update_s),
-                         _coupled_shards(loop, topo, cycle)))
+                         _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     gradients = updates * n_push
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_update, bound=bound,

@@ -225,6 +225,19 @@ def test_k_batch_sync_times_its_messages_at_the_slower_fabric():
     assert row["agrees"] and not row["outside"]
 
 
+@pytest.mark.parametrize("placement", ["dedicated", "colocated"])
+def test_shards_across_busy_leaves_are_labelled(placement):
+    """Four shards across 4:1 leaves, their links busy: the closed form (23 %
+    short dedicated, 52 % colocated, against the simulator) says it is
+    outside its assumptions; one shard, as busy, is within them."""
+    keys = dict(cluster__nodes=8, cluster__gpus_per_node=2, stop__gradients=400,
+                timing__compute={"distribution": "exponential", "mean": "100 ms"},
+                cluster__topology=tree(2, 4))
+    sharded = modelled(algorithm={"kind": "downpour", "servers": 4, "placement": placement}, **keys)
+    assert "outside the closed form's assumptions" in predict(sharded).laws["assumptions"]
+    assert "assumptions" not in predict(modelled(algorithm={"kind": "downpour"}, **keys)).laws
+
+
 def test_the_fabric_is_a_station_of_the_closed_form():
     sc = modelled(cluster__nodes=8, cluster__topology=tree(2, 4))
     topo, loop = topology_of(sc), loop_of(sc, costs_of(sc))

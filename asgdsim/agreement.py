@@ -6,8 +6,9 @@ and not on their neighbours is not correct. ``random_scenario`` draws a
 scenario over every axis a scenario file sets: algorithm, machine preset or
 explicit hardware, model, nodes, GPUs per node and per host link, sub-batch,
 compute (kernel table, roofline or any time law), jitter (none included),
-communication (modelled or ideal), SPRINT's fixed cycle, and run length from
-a few steps per learner to many epochs. ``check`` simulates one and sets its
+communication (modelled or ideal), SPRINT's fixed cycle, run length from
+a few steps per learner to many epochs, and (on a fifth of the draws of
+several nodes, from a stream of their own) a fat tree. ``check`` simulates one and sets its
 figures beside the closed form's.
 
 A scenario agrees when its epoch time and mean mini-batch are within 5 % of
@@ -152,6 +153,14 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
                                          "slowdown": float(faulty.choice([2, 4]))}}
     elif faults < 0.2:
         data["faults"] = {"slow_learners": {"learners": [0], "slowdown": 2.0}}
+    # a fat tree on a fifth of the modelled draws of several nodes, from a stream of
+    # its own too: leaves of a few nodes up to all of them, 1:1 to 4:1
+    fabric = np.random.default_rng([data["seed"], 1])
+    if nodes > 1 and not ideal and fabric.random() < 0.2:
+        cluster["topology"] = {
+            "kind": "fat-tree",
+            "nodes_per_switch": int(fabric.choice([n for n in (1, 2, 4, 8, 16) if n <= nodes])),
+            "oversubscription": float(fabric.choice([1, 2, 4]))}
     return data
 
 
@@ -221,7 +230,8 @@ def _regime(sc) -> dict:
         law = timing.compute.distribution
     faults = ("stragglers" if sc.faults.stragglers else
               "slow learners" if sc.faults.slow_learners else "none")
-    return {"law": law, "communication": timing.communication, "faults": faults}
+    return {"law": law, "communication": timing.communication, "faults": faults,
+            "topology": sc.cluster.topology.kind}
 
 
 def check(data: dict) -> dict:
@@ -293,7 +303,7 @@ def report(table: pd.DataFrame, worst: int = 10) -> str:
              f"({int(table['agrees'].sum())}); outside the closed form's assumptions: "
              f"{int(table['outside'].sum())}, of which {int((table['outside'] & ~table['agrees']).sum())} disagree; "
              f"disagree and not labelled: {int((~table['agrees'] & ~table['outside']).sum())}"]
-    for by in ("algorithm", "communication", "law", "faults"):
+    for by in ("algorithm", "communication", "law", "faults", "topology"):
         shares = table.groupby(by)["agrees"].agg(["mean", "size"])
         lines.append(f"  by {by}: " + ", ".join(f"{k} {v['mean']:.0%} of {int(v['size'])}"
                                                  for k, v in shares.iterrows()))

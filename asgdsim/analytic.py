@@ -204,16 +204,34 @@ class Run:
 def _stations(loop: Loop, topology: Topology, law: Law, scope: str,
               extra: list[mva.Station] = ()) -> list[mva.Station]:
     """The queueing stations of the loop: one per kind of resource a stage
-    queues at, with as many servers as the cluster (or one node) has."""
+    queues at, with as many servers as the cluster (or one node) has.
+
+    A message across a fat tree's leaves holds the server's port and the
+    leaves' links at once, not one after the other: like the node's port
+    beside the server's, the links it holds together are one station, the
+    busiest per instance (a leaf's link, at its share of a port's time
+    over the leaves that carry it, in place of the server's port where it
+    is the busier; structure.Topology.fabric_demands)."""
     kinds = dict.fromkeys(stage.holds[0] for stage in loop.stages)
-    stations = [mva.Station("gpu", law.mean, servers=0)]
+    stations = {"gpu": mva.Station("gpu", law.mean, servers=0)}
     for kind in kinds:
         servers = topology.instances(kind)
         if scope == "node":
             servers = max(1, servers // topology.nodes)
         demand = topology.held_s(st for st in loop.stages if st.holds[0] == kind)
-        stations.append(mva.Station(kind, demand, servers=servers))
-    return stations + list(extra)
+        stations[kind] = mva.Station(kind, demand, servers=servers)
+    for name, demand, leaves in topology.fabric_demands(loop.stages) if scope == "cluster" else ():
+        port = ALONG[name]
+        # (a link no busier than the port, e.g. at 1:1, leaves the port the station)
+        if port in stations and \
+                demand / leaves > stations[port].demand_s / stations[port].servers * (1 + 1e-9):
+            stations[port] = mva.Station(name, demand, servers=leaves)
+    return list(stations.values()) + list(extra)
+
+
+#: the server's port a fat tree's link is held with (structure.Topology.fabric_demands)
+ALONG = {"leaf_up": "server_port_in", "server_leaf_down": "server_port_in",
+         "leaf_down": "server_port_out", "server_leaf_up": "server_port_out"}
 
 
 def _cycle(stations: list[mva.Station], customers: int, law: Law,
@@ -373,6 +391,23 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
     return None
 
 
+def _sharded_fabric(loop: Loop, topology: Topology, cycle: float) -> str | None:
+    """A message to several shards across a fat tree's leaves holds, part by
+    part, the links of several leaves, and colocated shards' leaves carry
+    their learners' parts and their shards' at once: couplings that the
+    stations (one per kind of link) do not see. Say so where the links are
+    busy enough for them to bind, as for the shards' ports."""
+    if topology.servers == 1 or not topology.nodes_per_switch:
+        return None
+    for name, demand, leaves in topology.fabric_demands(loop.stages):
+        busy = topology.learners / cycle * demand / leaves
+        if busy >= COUPLED_UTILISATION:
+            return (f"{OUTSIDE}: the fat tree's {name} links are {busy:.0%} busy with messages "
+                    f"to {topology.servers} shards across the leaves, each part holding its "
+                    "own leaves' links")
+    return None
+
+
 def _outside(*reasons: str | None) -> dict[str, str]:
     """``laws`` entries for the first reason the closed form does not apply."""
     reason = next((r for r in reasons if r is not None), None)
@@ -446,7 +481,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
                          "run's stop, with the variance of a renewal count")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
     laws.update(_outside(_random_contention(util, law, loop.overhead_s + costs.server_update_s),
-                         _coupled_shards(loop, topo, cycle)))
+                         _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_gradient, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
@@ -492,7 +527,7 @@ def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float) -> float:
     return float(np.interp(n - 0.5, count, grid))
 
 
-def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
+def _paced_walk(walk_of, m: int, steps: int, share: float = 0.0) -> dict[str, np.ndarray]:
     """The times of marked stages of every learner's fixed-time walk
     (``walk_of(i, steps)`` gives its stages and the indices of each kind of
     mark), learners x marks for each kind, the first kind setting the pace.
@@ -501,10 +536,11 @@ def _paced_walk(walk_of, m: int, steps: int) -> dict[str, np.ndarray]:
     would see the fast ones stop early and the rest run free: each walks
     as many steps as the slowest needs to reach the same time, the times
     past the earliest end are dropped, and each learner's marks continue at
-    its own last pace to a common count."""
+    its own last pace to a common count. ``share``: a fat tree's links'
+    share of a port's time (Topology.fabric_share)."""
     def walk(counts: list[int]) -> list[dict[str, np.ndarray]]:
         plans = [walk_of(i, counts[i]) for i in range(m)]
-        ends = Skeleton().walk([0.0] * m, [stages for stages, _ in plans])
+        ends = Skeleton(share).walk([0.0] * m, [stages for stages, _ in plans])
         return [{name: ends[i, idx] for name, idx in marks.items()}
                 for i, (_, marks) in enumerate(plans)]
 
@@ -690,7 +726,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
     laws.update(_outside(first_only, _random_contention(util, law, loop.overhead_s + update_s),
-                         _coupled_shards(loop, topo, cycle)))
+                         _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     gradients = updates * n_push
     return Prediction(
         scenario=sc, t_gpu_s=cycle, t_update_s=per_update, bound=bound,
@@ -723,7 +759,8 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
                 marks["fetch"].append(len(walk) - 1)
                 walk += reply
         return walk, marks
-    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)))
+    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)),
+                        topo.fabric_share)
     return times["push"], times["fetch"]
 
 
@@ -838,6 +875,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
                                   update_s, k)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
     message = push.duration_s if push is not None else 0.0
+    if push is not None and topo.nodes_per_switch:
+        # or at the server's leaf's down-link, where a fat tree's is slower
+        message = max(message, topo.message_s(loop, "server_port_in"))
     to_push = loop.after[:-1] if push is not None else loop.after
     before = [_resolved(topo, loop.before, i) for i in range(p)]
     early = 0.0      # local SGD: the round's steps before the last, walked at their mean
@@ -856,7 +896,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         ready = np.zeros(p)
         walked = [stages[i] + tail[i] for i in order]
         if any(walked):
-            ends = Skeleton().walk(np.zeros(p), walked)
+            ends = Skeleton(topo.fabric_share).walk(np.zeros(p), walked)
             ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
                             for row in ends]
         if law.is_constant:
@@ -1012,10 +1052,9 @@ def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
     (:func:`_staggered_queue`)."""
     p = topo.learners
     # each shard's port takes one part of every learner's message
-    shards = topo.instances("server_port_in")
-    message = loop.demand_s("server_port_in") / shards
+    message = topo.message_s(loop, "server_port_in")
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
-    pull = loop.demand_s("server_port_out") / shards
+    pull = topo.message_s(loop, "server_port_out")
     later = _staggered_queue(local, pull, p, law, message, k) + update_s
     first = _staggered_queue(local, 0.0, p, law, message, k) + update_s
     return first, later, False

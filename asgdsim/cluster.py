@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import simpy
 
-from .components.link import Hold, Link
+from .components.link import Hold, Link, Path
 
 if TYPE_CHECKING:
     from .components.weights import Weights
@@ -71,14 +71,24 @@ class Cluster:
     def resolve(self, env: simpy.Environment, topology: Topology, stages: tuple[Stage, ...],
                 learner: int) -> tuple[Hold, ...]:
         """A learner's stages with the links of its node (created on first use);
-        a stage that stays inside the node (a colocated shard's part) is dropped."""
+        a stage that stays inside the node (a colocated shard's part) is dropped.
+        A stage across a fat tree's leaves holds one :class:`Path`: its ports,
+        and the leaves' links it crosses at their share of the port's time."""
+        from .structure import is_fabric
+
         def link(name: str) -> Link:
             if name not in self.links:
                 self.links[name] = Link(env, name)
             return self.links[name]
+
+        def hold(names: tuple[str, ...]) -> tuple:
+            if not is_fabric(names[-1]):
+                return tuple(link(name) for name in names)
+            ports = [link(n) for n in names if not is_fabric(n)]
+            fabric = [link(n) for n in names if is_fabric(n)]
+            return (Path(env, ports, fabric, topology.fabric_share),)
         resolved = ((topology.holds(stage, learner), stage.duration_s) for stage in stages)
-        return tuple((tuple(link(name) for name in names), duration)
-                     for names, duration in resolved if names is not None)
+        return tuple((hold(names), duration) for names, duration in resolved if names is not None)
 
 
 def computes(scenario: Scenario, costs: Costs, seed: int) -> Iterator[tuple[int, Iterator[float]]]:

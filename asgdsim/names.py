@@ -20,6 +20,10 @@ COMPONENTS = {
     "port_in": "node network ports, in",
     "server_port_in": "server network port, in",
     "server_port_out": "server network port, out",
+    "leaf_up": "leaf switches' up-links (fat tree)",
+    "leaf_down": "leaf switches' down-links (fat tree)",
+    "server_leaf_up": "the servers' leaves' up-links (fat tree)",
+    "server_leaf_down": "the servers' leaves' down-links (fat tree)",
     "server": "server CPU (updates)",
     "collective": "collective and GPU update",
 }

@@ -69,6 +69,38 @@ GENERIC_NODE = {"gpus_per_host_link": 1, "host_memory_bandwidth": "51.2 GB/s",
                 "disk_bandwidth": "500 MB/s"}
 
 
+class NonBlocking(_Spec):
+    """One switch that every node's ports reach at their full rate: no
+    transfer between nodes meets another but at the ports (the default)."""
+
+    kind: Literal["non-blocking"] = "non-blocking"
+
+
+class FatTree(_Spec):
+    """A two-level fat tree: nodes numbered into leaf switches of
+    ``nodes_per_switch``; each leaf's up-link to the spine carries, each
+    direction, the ports under it (rails x nodes_per_switch x a port's
+    bandwidth) divided by ``oversubscription`` (see topology.py)."""
+
+    kind: Literal["fat-tree"]
+    nodes_per_switch: Count
+    oversubscription: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+
+    @field_validator("oversubscription", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        # "2:1" is how data sheets write it; a bool is no number
+        if isinstance(value, bool):
+            raise ValueError(f"expected a number >= 1, got {value!r}")
+        if isinstance(value, str) and re.fullmatch(r"\s*[0-9.]+\s*:\s*1\s*", value):
+            return value.split(":")[0].strip()
+        return value
+
+
+#: ``cluster.topology``: how the nodes' ports reach each other
+TopologySpec = Annotated[NonBlocking | FatTree, Field(discriminator="kind")]
+
+
 class Cluster(_Spec):
     nodes: Count
     gpus_per_node: Count
@@ -83,6 +115,8 @@ class Cluster(_Spec):
     gpu_link: Link | None = None
     #: network ports per node, each direction (dual-rail InfiniBand: 2)
     rails: Count = 1
+    #: the switches between the nodes' ports: one non-blocking switch, or a fat tree
+    topology: TopologySpec = NonBlocking()
     #: network ports the GPUs send through directly (GPUDirect RDMA; a DGX
     #: has one per GPU or GPU pair), which GPU collectives stripe over;
     #: none: the rails. The host's own traffic (SPRINT, servers) uses the rails
@@ -191,11 +225,32 @@ class Cluster(_Spec):
 
     @property
     def node_network(self) -> LinkSpec:
-        """What a node's collective traffic sees: its rails striped together."""
+        """What a node's collective traffic sees: its rails striped together
+        (through a fat tree's up-links, see :meth:`across_leaves`)."""
         if self.rails == 1:
-            return self.network
-        return self.network.model_copy(update={"name": f"{self.network.name} x {self.rails}",
-                                               "bandwidth": self.rails * self.network.bandwidth})
+            return self.across_leaves(self.network)
+        return self.across_leaves(self.network.model_copy(
+            update={"name": f"{self.network.name} x {self.rails}",
+                    "bandwidth": self.rails * self.network.bandwidth}))
+
+    def across_leaves(self, link: LinkSpec) -> LinkSpec:
+        """A node's link as a collective over every node sees it in a fat
+        tree whose nodes span several leaves: its hops between leaves share
+        the up-links, so the ring's (or tree's) bandwidth term is priced at
+        the up-link's share per node, ``link.bandwidth / oversubscription``
+        (the up-link carries rails x nodes_per_switch ports over the
+        oversubscription; where the GPUs have NICs of their own, the fabric
+        is taken as sized for those), where that is below the port's. As if
+        the collective's ranks sat without regard to the leaves, so that
+        every node's hop may leave its leaf: an ordered ring would cross each
+        up-link once, and this is its worst case, not its best."""
+        tree = self.topology
+        if tree.kind != "fat-tree" or self.nodes <= tree.nodes_per_switch \
+                or tree.oversubscription == 1:
+            return link
+        return link.model_copy(update={
+            "name": f"{link.name} across {tree.oversubscription:g}:1 leaves",
+            "bandwidth": link.bandwidth / tree.oversubscription})
 
 
     @property
@@ -209,7 +264,7 @@ class Cluster(_Spec):
         achieved rate: its GPUs' own ports, each GPU driving one at most
         (without ``gpu_nics``, the rails, as the host's traffic sees them)."""
         ports = min(self.gpu_nics, self.gpus_per_node) if self.gpu_nics else self.rails
-        return self.network.for_collectives(ports)
+        return self.across_leaves(self.network.for_collectives(ports))
 
 
 def default_jitter() -> dict:
@@ -600,6 +655,10 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
         tags = error.get("ctx", {}).get("expected_tags", "")
         return f"{key}.{error['ctx']['discriminator'].strip(chr(39))}" if key else key, \
             f"expected one of {tags} (got {error['ctx'].get('tag')!r})"
+    if kind == "union_tag_not_found":
+        # a mapping without the key that says which kind it is
+        tag = error.get("ctx", {}).get("discriminator", "kind").strip("'")
+        return f"{key}.{tag}" if key else tag, "required key is missing (it says which kind)"
     if kind == "missing":
         return key, "required key is missing"
     if kind == "value_error":

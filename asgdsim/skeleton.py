@@ -33,10 +33,16 @@ Walk = tuple[tuple[str, ...], float]
 
 
 class Skeleton:
-    """FIFO resources with the time each falls free."""
+    """FIFO resources with the time each falls free.
 
-    def __init__(self) -> None:
+    A fat tree's up- and down-links (structure.FABRIC, named after the ports
+    in a stage) serve a transfer in ``share`` of its time, each in its own
+    FIFO order from the moment the ports start it, as the simulator's
+    link.Path does."""
+
+    def __init__(self, share: float = 0.0) -> None:
         self.free_at: dict[str, float] = defaultdict(float)
+        self.share = share
         self._seq = 0
 
     def walk(self, starts: Sequence[float], stages: Sequence[Sequence[Walk]]) -> np.ndarray:
@@ -51,7 +57,18 @@ class Skeleton:
             if k == len(stages[i]):
                 continue
             holds, duration = stages[i][k]
-            if holds:
+            if holds and holds[-1].startswith("leaf_"):
+                ports = [r for r in holds if not r.startswith("leaf_")]
+                start = max([now, *(free_at[r] for r in ports)])
+                end = start + duration
+                for r in holds[len(ports):]:
+                    begin = free_at[r] if free_at[r] > start else start
+                    free_at[r] = begin + duration * self.share
+                    end = max(end, free_at[r])
+                for r in ports:
+                    free_at[r] = end
+                end = now + (end - now)
+            elif holds:
                 start = max([now, *(free_at[r] for r in holds)])
                 end = start + duration
                 for r in holds:

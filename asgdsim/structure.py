@@ -23,6 +23,18 @@ each its own loop (:func:`loops_of`: its durations, from its links). The
 server's ports are shared by every block. The closed form reads each block
 as a uniform topology of its own (:meth:`Topology.part`).
 
+A fat tree (``cluster.topology``) numbers the nodes into leaf switches of
+``nodes_per_switch``; a dedicated server shard sits on a node of its own
+numbered after the learners' nodes (shard s on node ``nodes + s``, so under
+leaf ``(nodes + s) // nodes_per_switch``), a colocated one on its host node.
+A message between nodes under different leaves also holds the sender's
+leaf's up-link (``leaf_up``) and the receiver's leaf's down-link
+(``leaf_down``): the :data:`FABRIC` resources. Each carries ``rails x
+nodes_per_switch`` ports' worth of transfer divided by the
+oversubscription, so it serves a transfer in ``fabric_share`` of the time a
+port takes; it is shared by every node under its leaf. The fabric comes
+after the ports in a resolved stage's names (``holds``).
+
 The simulator (:mod:`asgdsim.cluster`) builds one FIFO link per instance and
 gives each learner its stages; the closed form (:mod:`asgdsim.analytic`)
 builds its queueing stations and the in-phase schedule from the very same
@@ -39,8 +51,8 @@ if TYPE_CHECKING:
     from .costs import Costs
     from .scenario import Scenario
 
-__all__ = ["Stage", "Loop", "Block", "Topology", "SCOPES", "loop_of", "loops_of", "stages",
-           "topology_of"]
+__all__ = ["Stage", "Loop", "Block", "Topology", "SCOPES", "FABRIC", "is_fabric", "loop_of",
+           "loops_of", "stages", "topology_of"]
 
 #: resource kind -> what one instance of it serves ("rail": one of a node's
 #: network ports, which its GPUs take in turn)
@@ -51,6 +63,17 @@ SCOPES = {
 }
 #: where a colocated shard's port traffic goes: its node's port of that direction
 COLOCATED = {"server_port_in": "port_in", "server_port_out": "port_out"}
+#: a fat tree's links between leaf switches and the spine, one per leaf and
+#: direction: (the learner's side, the shard's side) of a message each way
+FABRIC = ("leaf_up", "leaf_down")
+#: the fabric a message crosses, by the shard port it holds: to the server it
+#: leaves the learner's leaf up and enters the shard's leaf down; back, the reverse
+CROSSES = {"server_port_in": ("leaf_up", "leaf_down"), "server_port_out": ("leaf_down", "leaf_up")}
+
+
+def is_fabric(name: str) -> bool:
+    """Whether a resource instance is a leaf's up- or down-link."""
+    return name.startswith("leaf_")
 
 
 @dataclass(frozen=True)
@@ -137,6 +160,11 @@ class Topology:
     colocated: bool = False
     #: a mixed cluster's nodes, block by block (none: every node alike)
     blocks: tuple[Block, ...] = ()
+    #: nodes under one leaf switch of a fat tree; None: one non-blocking switch
+    nodes_per_switch: int | None = None
+    #: seconds a leaf's up- or down-link spends on a transfer per second a
+    #: port spends on it: oversubscription / (rails x nodes_per_switch)
+    fabric_share: float = 0.0
 
     @property
     def learners(self) -> int:
@@ -218,9 +246,92 @@ class Topology:
 
     def holds(self, stage: Stage, learner: int) -> tuple[str, ...] | None:
         """The resource instances ``learner`` holds in ``stage``; None where
-        the stage stays inside its node (a part for a colocated shard of its own)."""
+        the stage stays inside its node (a part for a colocated shard of its
+        own). A message between leaves of a fat tree holds the leaves' up-
+        and down-link too, after the ports."""
         names = tuple(self.instance(kind, learner, stage.part) for kind in stage.holds)
-        return None if None in names else names
+        if None in names:
+            return None
+        return names + self.fabric(stage, learner) if self.nodes_per_switch else names
+
+    def leaf_of(self, node: int) -> int:
+        """The leaf switch a node (learners' or a dedicated shard's) is under."""
+        return node // self.nodes_per_switch if self.nodes_per_switch else 0
+
+    def server_node(self, shard: int) -> int:
+        """The node a shard sits on: its host (colocated), else a node of its
+        own numbered after the learners' nodes."""
+        return shard % self.nodes if self.colocated else self.nodes + shard
+
+    def fabric(self, stage: Stage, learner: int) -> tuple[str, ...]:
+        """The up- and down-link a learner's message in ``stage`` crosses
+        (none inside a leaf, or where the stage is no message to a shard)."""
+        for kind in stage.holds:
+            if kind in CROSSES:
+                mine = self.leaf_of(self.node_of(learner))
+                theirs = self.leaf_of(self.server_node(self.shard_of(learner, stage.part)))
+                if mine == theirs:
+                    return ()
+                own, other = CROSSES[kind]
+                return f"{own}[{mine}]", f"{other}[{theirs}]"
+        return ()
+
+    def _crossings(self, stages):
+        """(stage, shard port kind, learners' leaf, shard's leaf, learners)
+        for every group of learners whose message in a stage crosses leaves.
+
+        Counted by leaf and shard offset, not learner by learner: a leaf's
+        learners are a contiguous range, and which shard a part goes to
+        depends on the learner's index modulo the shards only."""
+        crossing = [(stage, next(k for k in stage.holds if k in CROSSES)) for stage in stages
+                    if any(k in CROSSES for k in stage.holds)]
+        per_leaf, shards = self.nodes_per_switch * self.learners_per_node, self.servers
+        for leaf in range(self.leaf_of(self.nodes - 1) + 1):
+            first, end = leaf * per_leaf, min(self.learners, (leaf + 1) * per_leaf)
+            for offset in range(shards):
+                count = len(range(first + (offset - first) % shards, end, shards))
+                for stage, kind in crossing if count else ():
+                    theirs = self.leaf_of(self.server_node((offset + stage.part) % shards))
+                    if theirs != leaf:
+                        yield stage, kind, leaf, theirs, count
+
+    def fabric_demands(self, stages) -> list[tuple[str, float, int]]:
+        """The fabric's queueing stations of a loop: (name, seconds per learner
+        cycle averaged over the learners, leaves serving them) for the links
+        of the learners' leaves and of the shards' leaves, each direction."""
+        if not self.nodes_per_switch:
+            return []
+        used: dict[str, tuple[float, set]] = {}
+        for stage, kind, leaf, theirs, count in self._crossings(stages):
+            own, other = CROSSES[kind]
+            seconds = count * stage.duration_s * self.fabric_share
+            for role, name in ((own, f"{own}[{leaf}]"), (f"server_{other}", f"{other}[{theirs}]")):
+                total, leaves = used.get(role, (0.0, set()))
+                leaves.add(name)
+                used[role] = (total + seconds, leaves)
+        return [(role, seconds / self.learners, len(leaves))
+                for role, (seconds, leaves) in used.items()]
+
+    def unhindered_s(self, stages) -> float:
+        """Seconds a learner spends in ``stages`` with nobody else in the way,
+        averaged over the learners: a message across leaves whose links are
+        slower than a port (fabric_share > 1) takes their time, not the port's."""
+        seconds = sum(st.duration_s for st in stages)
+        if not self.nodes_per_switch or self.fabric_share <= 1:
+            return seconds
+        slower = sum(count * stage.duration_s for stage, _, _, _, count in self._crossings(stages))
+        return seconds + (self.fabric_share - 1) * slower / self.learners
+
+    def message_s(self, loop: Loop, port: str) -> float:
+        """Seconds the server's way in (``server_port_in``) or out
+        (``server_port_out``) spends on one learner's message, each shard its
+        part: at its port, or at its leaf's fabric link where that is slower."""
+        seconds = loop.demand_s(port) / max(1, self.instances(port))
+        role = {"server_port_in": "server_leaf_down", "server_port_out": "server_leaf_up"}[port]
+        for name, demand, leaves in self.fabric_demands(loop.stages):
+            if name == role:
+                seconds = max(seconds, demand / leaves)
+        return seconds
 
     def crossing(self, stage: Stage) -> float:
         """The share of learners for which ``stage`` leaves their node (1
@@ -278,11 +389,15 @@ def topology_of(scenario: Scenario) -> Topology:
     blocks = tuple(Block(g.nodes, g.gpus_per_node // c.gpus_per_learner,
                          max(1, g.gpus_per_host_link // c.gpus_per_learner), g.rails)
                    for g in c.groups) if c.mixed_shapes else ()
+    tree = c.topology if c.topology.kind == "fat-tree" else None
     return Topology(c.nodes, c.learners_per_node,
                     max(1, c.gpus_per_host_link // c.gpus_per_learner), c.rails,
                     servers=getattr(algorithm, "servers", 1),
                     colocated=getattr(algorithm, "placement", "dedicated") == "colocated",
-                    blocks=blocks)
+                    blocks=blocks,
+                    nodes_per_switch=tree.nodes_per_switch if tree else None,
+                    fabric_share=tree.oversubscription / (c.rails * tree.nodes_per_switch)
+                    if tree else 0.0)
 
 
 def stages(*stages: tuple) -> tuple[Stage, ...]:

@@ -50,6 +50,7 @@ MIXED, SHAPES = "mixed-k80-p100-async", "mixed-shapes-kfc-p100-sprint"
 KFC, KFC64, T25 = "tsubame-kfc-dl-vgg16", "tsubame-kfc-dl-vgg16-64nodes", "tsubame2.5-vgg16-16nodes"
 PS16, PS64, DGX = "gpu-asgd-k20x-async", "gpu-asgd-k20x-async-saturated", "dgx-a100-resnet50"
 ALEX = "tsubame-kfc-dl-alexnet-sb8"
+FAT = "tsubame2.5-vgg16-fat-tree"
 
 #: (file, the words with {} for the figure, the figure)
 CLAIMS = [
@@ -135,6 +136,14 @@ CLAIMS = [
     ("mixed-shapes-kfc-p100-sprint.yaml", "a mean staleness of {:.1f} against", staleness(SHAPES, 1)),
     ("mixed-shapes-kfc-p100-sprint.yaml", "against {:.1f} for the K80s'", staleness(SHAPES, 0)),
     ("mixed-shapes-kfc-p100-sprint.yaml", "An epoch takes {:.0f} s.", summary(SHAPES, "epoch_time_s")),
+    (f"{FAT}.yaml", "grows from {:.3f} s to", summary(T25, "analytic", "t_update_s")),
+    (f"{FAT}.yaml", "to {:.3f} s, so each", summary(FAT, "analytic", "t_update_s")),
+    (f"{FAT}.yaml", "(mean mini-batch {:.0f} samples against", summary(FAT, "minibatch", "mean")),
+    (f"{FAT}.yaml", "samples against {:.0f})", summary(T25, "minibatch", "mean")),
+    (f"{FAT}.yaml", "(mean staleness {:.2f} against", summary(FAT, "staleness", "mean")),
+    (f"{FAT}.yaml", "against {:.2f}), while", summary(T25, "staleness", "mean")),
+    (f"{FAT}.yaml", "as long ({:.0f} s against", summary(FAT, "epoch_time_s")),
+    (f"{FAT}.yaml", "against {:.0f} s): SPRINT", summary(T25, "epoch_time_s")),
     # the README's own quotes of the shipped scenarios
     ("README.md", "the 8 P100s deliver {:.0f} % of the", summary(SHAPES, "groups", 1, "throughput_share", scale=100)),
     ("README.md", "deliver {:.0f} % of the gradients, with", group(1, "throughput_share", 100)),
@@ -143,6 +152,10 @@ CLAIMS = [
     ("README.md", "to {:.3f} s with 2 % of steps", summary("k80-sync-stragglers", "analytic", "t_update_s")),
     ("README.md", "mini-batch grows from {:.0f} to", summary(KFC, "minibatch", "mean")),
     ("README.md", "to {:.0f} samples.", summary("kfc-vgg16-network-slowdown", "minibatch", "mean")),
+    ("README.md", "SPRINT's cycle from {:.3f} s to", summary(T25, "analytic", "t_update_s")),
+    ("README.md", "to {:.3f} s, and its mean", summary(FAT, "analytic", "t_update_s")),
+    ("README.md", "mini-batch from {:.0f} to", summary(T25, "minibatch", "mean")),
+    ("README.md", "to {:.0f} samples, in the same", summary(FAT, "minibatch", "mean")),
 ]
 
 

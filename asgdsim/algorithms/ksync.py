@@ -104,14 +104,17 @@ def predict(scenario, costs):
         # the server's port one learner after another, so learner i starts
         # i pulls late; unless the server's port sets the pace: the K
         # pushes one after another, after the first learner's pull and step
+        # (a message across a fat tree's leaves at their links' pace where slower)
         repeated = loop_.before + loop_.after
-        own = sum(st.duration_s for st in repeated)
+        own = topo.unhindered_s(repeated)
         # a resource of a node that the learners' repeated stages share (its
         # disk or host link) serves each of them once a step: no learner
         # steps again faster than its busiest one turns round
         stretch = max(0.0, _busiest_turn(topo, repeated) - law.mean - own)
         cycle = law.plus(own + stretch)
-        to_port = loop_.demand_s("server_port_in") / topo.instances("server_port_in")
+        out = topo.message_s(loop_, "server_port_out")
+        to_port = topo.message_s(loop_, "server_port_in")
+        reply = topo.unhindered_s(loop_.reply)
         # the port's bound: the K pushes one after another from the first
         first = max(kth_event_mean(cycle, L, k)[0],
                     kth_event_mean(cycle, L, 1)[0] + (k - 1) * to_port) + update_s
@@ -123,8 +126,6 @@ def predict(scenario, costs):
         if L <= EXACT_LEARNERS:
             ready = _walked_ready(topo, loop_) - sum(st.duration_s for st in loop_.before) - stretch
         else:
-            out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
-            reply = sum(st.duration_s for st in loop_.reply)
             ready = (reply - stretch, out, L)
         # the gradients queue at the server's port in the order they come:
         # done at max over j of (j-th arrival + the K - j + 1 messages from it)
@@ -142,7 +143,7 @@ def predict(scenario, costs):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the
         # one under way when it publishes (half a pull on average)
-        out = loop_.demand_s("server_port_out") / topo.instances("server_port_out")
+        out = topo.message_s(loop_, "server_port_out")
         if L * out >= steady:
             steady += out / 2
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"
@@ -174,6 +175,7 @@ def _busiest_turn(topo, stages) -> float:
     from collections import Counter
 
     from ..analytic import _resolved
+    from ..structure import is_fabric
 
     held: Counter = Counter()
     # a node's resources serve its own learners: the first EXACT_LEARNERS
@@ -181,7 +183,8 @@ def _busiest_turn(topo, stages) -> float:
     for learner in range(min(topo.learners, EXACT_LEARNERS)):
         for names, duration in _resolved(topo, stages, learner):
             for name in names:
-                if not name.startswith("server"):    # the server's port: its own bound
+                # the server's port and a fat tree's leaf links: their own bounds
+                if not name.startswith("server") and not is_fabric(name):
                     held[name] += duration
     return max(held.values(), default=0.0)
 

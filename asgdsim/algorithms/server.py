@@ -1,7 +1,12 @@
 """A parameter server on a node of its own: each learner pushes its
 gradient and takes the reply's weights. ``async`` applies each gradient on
 arrival (GPU A-SGD); ``sync`` waits for every learner and applies their sum
-as one update (BSP)."""
+as one update (BSP).
+
+In a fat tree (``cluster.topology``) the server's node, or shard s's, is
+numbered after the learners' nodes: node ``nodes + s``, under leaf
+``(nodes + s) // nodes_per_switch`` (a colocated shard sits on its host
+node, under that node's leaf); see structure.Topology.server_node."""
 
 from __future__ import annotations
 

@@ -202,7 +202,7 @@ def _modelled_barrier(scenario, costs, base, run, law):
     L = topo.learners
     local = sum(st.duration_s for st in loop_.after if st.holds[0] != "server_port_in")
     # each shard's port takes one part of every learner's message
-    message = loop_.demand_s("server_port_in") / max(1, topo.instances("server_port_in"))
+    message = topo.message_s(loop_, "server_port_in")
     # the reads after the barrier, walked: a node's learners take turns at
     # its disk and host links
     starts = np.zeros(L)

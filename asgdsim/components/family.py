@@ -194,7 +194,9 @@ class RoundLearner(ServerLearner):
                     yield turn.event | closed
                     if closed.triggered:
                         return False
-                    yield from transfer_over(self.env, links, duration)
+                    # a Path (across a fat tree's leaves) moves itself
+                    yield from (links[0].transfer(duration) if len(links) == 1
+                                else transfer_over(self.env, links, duration))
                 finally:
                     # its turn, if it came, ends here (pushed, its round
                     # closed, or the learner failed); else it leaves the queue

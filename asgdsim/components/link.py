@@ -14,6 +14,15 @@ timeline, with one SimPy event per transfer instead of four.
 Where a run is traced (``asgdsim run --trace``) a link's ``trace`` is a
 :class:`~asgdsim.timeline.Intervals` that gets each transfer's start, end and
 asked-for duration; otherwise it is None and costs one test per transfer.
+
+A :class:`Path` crosses a fat tree's fabric: the ports (node's and
+server's) start the transfer together, as ``transfer_over`` does, while each
+leaf up- or down-link on the way, which several ports share at a higher
+rate, serves its part of the work (a ``share`` of the port's time) in its
+own FIFO order from then on. The transfer ends when the ports and the
+fabric are done; k transfers through one up-link of capacity C therefore
+take the k x bytes / C that sharing C takes, and none waits for another's
+whole port time.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from collections.abc import Generator, Sequence
 
 import simpy
 
-__all__ = ["Link", "transfer_over", "Hold", "run_stages"]
+__all__ = ["Link", "Path", "transfer_over", "Hold", "run_stages"]
 
 
 class Link:
@@ -82,6 +91,48 @@ def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float
     yield env.timeout(end - now)
     for link in links:
         link.busy_s += end - start
+
+
+class Path:
+    """A transfer's way through a fat tree: the ports it holds from end to
+    end, and the leaves' up- and down-links it crosses on the way (see the
+    module's docstring). It stands in a stage for its links, as one."""
+
+    __slots__ = ("env", "ports", "fabric", "share", "name")
+
+    def __init__(self, env: simpy.Environment, ports: Sequence[Link], fabric: Sequence[Link],
+                 share: float):
+        self.env, self.ports, self.fabric, self.share = env, tuple(ports), tuple(fabric), share
+        #: the first port's: what a learner looks for in its stages (family.py)
+        self.name = self.ports[0].name
+
+    @property
+    def free_at(self) -> float:
+        """When a transfer asked for now would start: its ports all free."""
+        return max(link.free_at for link in self.ports)
+
+    def transfer(self, duration: float) -> Generator:
+        env = self.env
+        now = env.now
+        start = max(now, *(link.free_at for link in self.ports))
+        end = max(start + duration if link.profile is None else link.profile.end(start, duration)
+                  for link in self.ports)
+        work = duration * self.share
+        spans = []
+        for link in self.fabric:
+            begin = link.free_at if link.free_at > start else start
+            done = begin + work if link.profile is None else link.profile.end(begin, work)
+            link.free_at = done
+            spans.append(done - begin)
+            if done > end:
+                end = done
+        for link in self.ports:
+            link.free_at = end
+        yield env.timeout(end - now)
+        for link in self.ports:
+            link.busy_s += end - start
+        for link, span in zip(self.fabric, spans):
+            link.busy_s += span
 
 
 #: one stage of a learner's loop, resolved: the links it holds and for how long

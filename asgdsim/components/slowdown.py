@@ -20,7 +20,7 @@ from dataclasses import dataclass
 __all__ = ["RateProfile", "profile_of", "apply_slowdowns", "NETWORK_LINKS"]
 
 #: link names (before their "[index]") that make up the network
-NETWORK_LINKS = ("port_out", "port_in", "server_port_in", "server_port_out")
+NETWORK_LINKS = ("port_out", "port_in", "server_port_in", "server_port_out", "leaf_up", "leaf_down")
 #: components whose durations are collectives across the network (cluster.servers keys)
 NETWORK_COLLECTIVES = ("allreduce", "collective")
 

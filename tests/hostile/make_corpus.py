@@ -78,6 +78,25 @@ SCENARIOS = [
     ("machine-unknown", {"cluster.machine": "tsubame9"}, "cluster.machine"),
     ("machine-number", {"cluster.machine": 7}, "cluster.machine"),
     ("rails-zero", {"cluster.rails": 0}, "cluster.rails"),
+    ("topology-text", {"cluster.topology": "fat-tree"}, "cluster.topology"),
+    ("topology-kind-unknown", {"cluster.topology": {"kind": "torus"}}, "cluster.topology.kind"),
+    ("topology-switch-missing", {"cluster.topology": {"kind": "fat-tree"}},
+     "cluster.topology.nodes_per_switch"),
+    ("topology-switch-zero", {"cluster.topology": {"kind": "fat-tree", "nodes_per_switch": 0}},
+     "cluster.topology.nodes_per_switch"),
+    ("topology-switch-float", {"cluster.topology": {"kind": "fat-tree", "nodes_per_switch": 1.5}},
+     "cluster.topology.nodes_per_switch"),
+    ("topology-oversubscription-half", {"cluster.topology": {
+        "kind": "fat-tree", "nodes_per_switch": 4, "oversubscription": 0.5}},
+     "cluster.topology.oversubscription"),
+    ("topology-oversubscription-inf", {"cluster.topology": {
+        "kind": "fat-tree", "nodes_per_switch": 4, "oversubscription": float("inf")}},
+     "cluster.topology.oversubscription"),
+    ("topology-oversubscription-ratio", {"cluster.topology": {
+        "kind": "fat-tree", "nodes_per_switch": 4, "oversubscription": "1:4"}},
+     "cluster.topology.oversubscription"),
+    ("topology-non-blocking-switch", {"cluster.topology": {
+        "kind": "non-blocking", "nodes_per_switch": 4}}, "cluster.topology.nodes_per_switch"),
     ("cluster-unknown-key", {"cluster.nodez": 2}, "cluster.nodez"),
     ("cluster-list", {"cluster": [1, 2]}, "cluster"),
     ("cluster-missing", {"cluster": DELETE}, "cluster"),

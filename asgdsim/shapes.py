@@ -15,8 +15,9 @@ says how:
   R of the rates, and a learner's gradient sees the others' R - r_i per
   unit of its own cycle (mean R c_i - 1), their renewal counts' variance
   around it. The server's queue is each group's alone; a saturated server
-  adds one wait to every cycle (FIFO: one queue for all), and between 60 %
-  busy and saturation the prediction says it is outside.
+  (its bare load over 1) adds one wait to every learner's bare cycle (FIFO:
+  one queue for all) until it is just full, and between 60 % busy and
+  saturation the prediction says it is outside.
 - ``sprint``: a node's update thread serves its own GPUs and the cycle T is
   the cluster's (the Allreduce of every node, the slowest node's update).
   Each group's whole step and gradient rate come from SPRINT's closed form
@@ -107,13 +108,16 @@ def _async(sc, costs, whole):
     # a learner's mean cycle in its group: its step, its stages and their queueing
     cycles = [n * run.sub_batch / p.steady_throughput_samples_per_s for n, p in zip(counts, parts)]
     laws = [group_costs(costs, i).compute for i in range(len(parts))]
-    capacity = _server_capacity(sc, costs, counts, cycles)
-    saturated = sum(n / c for n, c in zip(counts, cycles)) > capacity
+    bare, demands = _bare_cycles(sc, costs, laws)
+    saturated = _load(counts, bare, demands, 0.0) > 1
     if saturated:
-        # a saturated server's queue is one for all: every cycle waits as
-        # long, until the rates fit its capacity
-        wait = _wait_to_fit(counts, cycles, capacity)
-        cycles = [c + wait for c in cycles]
+        # a saturated server's queue is one for all (FIFO): every learner's
+        # bare cycle (its step and stages, no queueing) waits as long, until
+        # the busiest of the server's CPU and ports is just full. Each
+        # group's own cycle already holds its queueing as if alone, and the
+        # mix of messages is the learners' at the shared pace, not alone
+        wait = _wait_to_fill(counts, bare, demands)
+        cycles = [c + wait for c in bare]
     rate = sum(n / c for n, c in zip(counts, cycles))
     cycle_laws = [law.plus(c - law.mean) for law, c in zip(laws, cycles)]
     # renewal theory: by time t learner i has given t / c_i - (1 - cv_i^2) / 2 gradients
@@ -187,28 +191,33 @@ def _renewal_counts(distinct: Counter, rate: float):
     return _mixture(parts)
 
 
-def _server_capacity(sc, costs, counts, cycles) -> float:
-    """Gradients per second the server's CPU and ports can take, with the
-    groups' messages in the proportion of their rates."""
+def _bare_cycles(sc, costs, laws) -> tuple[list[float], list[list[float]]]:
+    """Each group's learner cycle with nobody in the way (its step, its
+    stages, the server's update), and what one of its gradients asks of
+    each of the server's resources (CPU, way in, way out), per group."""
     from .structure import loops_of, topology_of
 
     topo, loops = topology_of(sc), loops_of(sc, costs)
-    loops = loops if len(loops) > 1 else loops * len(counts)
-    rates = np.array([n / c for n, c in zip(counts, cycles)])
-    share = rates / rates.sum()
-    per_gradient = [costs.server_update_s] + [
-        sum(w * loop.demand_s(kind) for w, loop in zip(share, loops)) / topo.instances(kind)
+    loops = loops if len(loops) > 1 else loops * len(laws)
+    bare = [law.mean + sum(st.duration_s for st in loop.stages) + costs.server_update_s
+            for law, loop in zip(laws, loops)]
+    demands = [[costs.server_update_s] * len(laws)] + [
+        [loop.demand_s(kind) / topo.instances(kind) for loop in loops]
         for kind in ("server_port_in", "server_port_out")]
-    most = max(per_gradient)
-    return math.inf if most <= 0 else 1.0 / most
+    return bare, demands
 
 
-def _wait_to_fit(counts, cycles, capacity: float) -> float:
-    """The wait w that makes sum n_g / (c_g + w) the capacity (bisection)."""
-    low, high = 0.0, sum(counts) / capacity
+def _load(counts, cycles, demands, wait: float) -> float:
+    """The busiest server resource's share of time busy, every cycle ``wait`` longer."""
+    return max(sum(n * d / (c + wait) for n, d, c in zip(counts, row, cycles)) for row in demands)
+
+
+def _wait_to_fill(counts, cycles, demands) -> float:
+    """The wait w that makes the busiest server resource just full (bisection)."""
+    low, high = 0.0, max(sum(n * d for n, d in zip(counts, row)) for row in demands)
     for _ in range(100):
         mid = (low + high) / 2
-        if sum(n / (c + mid) for n, c in zip(counts, cycles)) > capacity:
+        if _load(counts, cycles, demands, mid) > 1:
             low = mid
         else:
             high = mid

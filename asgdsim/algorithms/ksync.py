@@ -124,7 +124,12 @@ def predict(scenario, costs):
         # beyond the simulator's learners, one pull after another at the port
         # (a progression, not an array)
         if L <= EXACT_LEARNERS:
-            ready = _walked_ready(topo, loop_) - sum(st.duration_s for st in loop_.before) - stretch
+            # the walk queues them at the node's links and disk; the server's
+            # way out (its port, or a fat tree's slower leaf link) sends the
+            # weights one learner after another at its own pace: each
+            # learner in turn is ready at the later of the two
+            walked = np.sort(_walked_ready(topo, loop_)) - sum(st.duration_s for st in loop_.before)
+            ready = np.maximum(walked, reply - out + out * np.arange(1, L + 1)) - stretch
         else:
             ready = (reply - stretch, out, L)
         # the gradients queue at the server's port in the order they come:
@@ -147,12 +152,16 @@ def predict(scenario, costs):
         if L * out >= steady:
             steady += out / 2
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"
-            if law.cv < STEADY_CV:
+            # steady steps lock the learners into a schedule: the pull under
+            # way when a round closes follows it, anywhere from none to a whole
+            # pull, which matters where half a pull is more than 5 % of a round
+            if law.cv < STEADY_CV and out / 2 > 0.05 * steady:
                 outside = outside or (
                     f"{OUTSIDE}: the server's port is always busy with pulls and steps this "
                     f"steady (cv {law.cv:.2g}) lock the learners into a schedule: the pull under "
                     "way when a round closes, and the cancelled steps' transfers on the node's "
-                    "links, follow it, not half a pull on average")
+                    f"links, follow it, not half a pull on average ({out / 2:.3g} s of a "
+                    f"{steady:.3g} s round)")
     n = run.target_gradients
     rounds = math.ceil(n / k) if n != math.inf else (run.updates or None)
     if rounds is None or run.time_s is not None:

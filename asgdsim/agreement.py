@@ -8,8 +8,11 @@ explicit hardware, model, nodes, GPUs per node and per host link, sub-batch,
 compute (kernel table, roofline or any time law), jitter (none included),
 communication (modelled or ideal), SPRINT's fixed cycle, run length from
 a few steps per learner to many epochs, and (on a fifth of the draws of
-several nodes, from a stream of their own) a fat tree. ``check`` simulates one and sets its
-figures beside the closed form's.
+several nodes, from a stream of their own) a fat tree. ``check`` simulates
+one and sets its figures beside the closed form's. ``--misbehaving`` draws
+the same scenarios with failures (of learners or nodes) or mixed nodes
+(``cluster.groups``) on every one: the closed form is exact for few of
+them and labels the rest, so that family is reported and tested apart.
 
 A scenario agrees when its epoch time and mean mini-batch are within 5 % of
 the closed form and its mean staleness within 10 % (0.1 absolute where the
@@ -73,8 +76,10 @@ def _law(rng: np.random.Generator, mean: str) -> dict:
     return law
 
 
-def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
-    """One scenario mapping, as a user could write it, drawn from ``rng``."""
+def random_scenario(rng: np.random.Generator, index: int = 0, misbehaving: bool = False) -> dict:
+    """One scenario mapping, as a user could write it, drawn from ``rng``;
+    ``misbehaving``: of a cluster that fails or mixes its nodes (see
+    :func:`_with_groups` and :func:`_with_failures`)."""
     # every kind, the seed paper's (sprint) twice as often as each other one
     weights = np.array([2.0 if name == "sprint" else 1.0 for name in KINDS])
     kind = str(rng.choice(list(KINDS), p=weights / weights.sum()))
@@ -161,7 +166,65 @@ def random_scenario(rng: np.random.Generator, index: int = 0) -> dict:
             "kind": "fat-tree",
             "nodes_per_switch": int(fabric.choice([n for n in (1, 2, 4, 8, 16) if n <= nodes])),
             "oversubscription": float(fabric.choice([1, 2, 4]))}
+    if misbehaving:
+        grouped = _with_groups(data, np.random.default_rng([data["seed"], 2]))
+        _with_failures(data, np.random.default_rng([data["seed"], 3]), always=not grouped)
     return data
+
+
+def _with_groups(data: dict, rng: np.random.Generator) -> bool:
+    """Half the draws on a machine preset with several nodes become a mixed
+    cluster: their nodes split between that machine and another (another
+    GPU, and maybe another node shape). A split whose sub-batch the other
+    GPU cannot hold is left out, so no draw is drawn again. Whether it split."""
+    cluster = data["cluster"]
+    if "machine" not in cluster or cluster["nodes"] < 2 or rng.random() >= 0.5:
+        return False
+    other = str(rng.choice([m for m in catalog.names("machines") if m != cluster["machine"]]))
+    first = int(rng.integers(1, cluster["nodes"]))
+    mine = {k: cluster.pop(k) for k in ("machine", "nodes", "gpus_per_node") if k in cluster}
+    group = {"nodes": first, "machine": mine["machine"]}
+    if "gpus_per_node" in mine:
+        group["gpus_per_node"] = mine["gpus_per_node"]
+    cluster["groups"] = [group, {"nodes": mine["nodes"] - first, "machine": other}]
+    try:
+        scenario_from_dict(data, source=data["name"])
+    except ScenarioError:
+        del cluster["groups"]
+        cluster.update(mine)
+        return False
+    return True
+
+
+def _with_failures(data: dict, rng: np.random.Generator, always: bool) -> None:
+    """Failures on every draw not split into groups (``always``) and half of
+    the others: a mean time between failures that
+    makes from a few to a few hundred failures over the run (the closed
+    form's own estimate of its length) but spans 20 steps at least, repairs
+    from 1 % to 20 % of it, of learners or of whole nodes."""
+    if rng.random() >= (1.0 if always else 0.5):
+        return
+    try:
+        sc = scenario_from_dict(data, source=data["name"])
+    except ScenarioError:
+        return
+    from .analytic import predict
+
+    pred = predict(sc)
+    seconds = pred.gradients * sc.workload.sub_batch / max(pred.steady_throughput_samples_per_s,
+                                                           1e-12)
+    scope = str(rng.choice(["learner", "node"]))
+    units = sc.cluster.learners if scope == "learner" else sc.cluster.nodes
+    failures = float(np.exp(rng.uniform(np.log(3), np.log(300))))
+    # but at least 20 of a learner's cycles up: failing within every step,
+    # a cluster applies nothing (the simulator's watch stops it as stuck)
+    cycle = seconds * sc.cluster.learners / max(pred.gradients, 1)
+    mtbf = max(units * seconds / failures, 20 * cycle)
+    if not (math.isfinite(mtbf) and mtbf > 0):
+        return
+    data["faults"] = {**data.get("faults", {}), "failures": {
+        "mtbf": f"{mtbf:.4g} s", "repair": f"{mtbf * float(rng.choice([0.01, 0.05, 0.2])):.4g} s",
+        "scope": scope}}
 
 
 def _fitting(model: str, cluster: dict, sub_batch: int) -> int:
@@ -228,10 +291,13 @@ def _regime(sc) -> dict:
                else "jitter cv > 0.05")
     else:
         law = timing.compute.distribution
-    faults = ("stragglers" if sc.faults.stragglers else
-              "slow learners" if sc.faults.slow_learners else "none")
+    f = sc.faults
+    faults = " + ".join(name for name, on in (("stragglers", f.stragglers),
+                                              ("slow learners", f.slow_learners),
+                                              ("failures", f.failures)) if on) or "none"
     return {"law": law, "communication": timing.communication, "faults": faults,
-            "topology": sc.cluster.topology.kind}
+            "topology": sc.cluster.topology.kind,
+            "nodes": "groups" if sc.cluster.groups else "all alike"}
 
 
 def check(data: dict) -> dict:
@@ -273,13 +339,13 @@ def check(data: dict) -> dict:
     return row
 
 
-def draw(count: int, seed: int = 0) -> list[dict]:
+def draw(count: int, seed: int = 0, misbehaving: bool = False) -> list[dict]:
     """``count`` valid scenarios (draws that a scenario check refuses, such as
     a sub-batch too large for the GPU's memory, are drawn again)."""
     rng = np.random.default_rng(seed)
     out: list[dict] = []
     while len(out) < count:
-        data = random_scenario(rng, len(out))
+        data = random_scenario(rng, len(out), misbehaving)
         try:
             scenario_from_dict(data, source=data["name"])
         except ScenarioError:
@@ -288,9 +354,10 @@ def draw(count: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def run_suite(count: int, seed: int = 0, progress: bool = False) -> pd.DataFrame:
+def run_suite(count: int, seed: int = 0, progress: bool = False,
+              misbehaving: bool = False) -> pd.DataFrame:
     rows = []
-    for i, data in enumerate(draw(count, seed)):
+    for i, data in enumerate(draw(count, seed, misbehaving)):
         rows.append({**check(data), "scenario": data})
         if progress and (sys.stderr.isatty() or (i + 1) % max(1, count // 10) == 0):
             print(f"{i + 1}/{count}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
@@ -303,7 +370,7 @@ def report(table: pd.DataFrame, worst: int = 10) -> str:
              f"({int(table['agrees'].sum())}); outside the closed form's assumptions: "
              f"{int(table['outside'].sum())}, of which {int((table['outside'] & ~table['agrees']).sum())} disagree; "
              f"disagree and not labelled: {int((~table['agrees'] & ~table['outside']).sum())}"]
-    for by in ("algorithm", "communication", "law", "faults", "topology"):
+    for by in ("algorithm", "communication", "law", "faults", "topology", "nodes"):
         shares = table.groupby(by)["agrees"].agg(["mean", "size"])
         lines.append(f"  by {by}: " + ", ".join(f"{k} {v['mean']:.0%} of {int(v['size'])}"
                                                  for k, v in shares.iterrows()))
@@ -329,9 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     parser.add_argument("--worst", type=int, default=10, help="worst cases listed (default 10)")
     parser.add_argument("--csv", help="also write every row to this CSV file")
+    parser.add_argument("--misbehaving", action="store_true",
+                        help="the same draws with failures or mixed nodes (groups) on every one")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    table = run_suite(args.scenarios, args.seed, progress=True)
+    table = run_suite(args.scenarios, args.seed, progress=True, misbehaving=args.misbehaving)
     print(report(table, args.worst))
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.csv:

@@ -50,3 +50,21 @@ def test_closed_form_agrees_with_the_simulator_on_random_scenarios():
     assert unlabelled <= 0.025 + 2 * np.sqrt(0.025 * 0.975 / n), report(table)
     for kind, share in table.groupby("algorithm")["agrees"].mean().items():
         assert share >= 0.85, (kind, share)
+
+
+def test_misbehaving_clusters_are_agreed_on_or_labelled():
+    """The same draws with failures or mixed nodes (cluster.groups) on every
+    one (issue 12): the closed form is exact for few of them (async with
+    exponential steps and failures, sync and async over groups) and labels
+    the rest, so the share that agrees is reported, not held to 95 %; what
+    disagrees unlabelled is held to the main draw's bound."""
+    data = draw(60, SEED, misbehaving=True)
+    assert sum("groups" in d["cluster"] for d in data) >= 10
+    scopes = {d["faults"]["failures"]["scope"] for d in data if "failures" in d.get("faults", {})}
+    assert scopes == {"learner", "node"}
+    table = run_suite(60, SEED, misbehaving=True)
+    print(report(table))
+    unlabelled = (~table["agrees"] & ~table["outside"]).mean()
+    assert unlabelled <= 0.025 + 2 * np.sqrt(0.025 * 0.975 / len(table)), report(table)
+    # the exact cases do agree: they are not all labelled away
+    assert table["agrees"].sum() >= 0.3 * len(table), report(table)

@@ -65,9 +65,8 @@ def build(env, scenario, costs, weights, recorder, seed):
 def predict(scenario, costs):
     from ..analytic import OUTSIDE, Run
     from ..pmf import Pmf
-    from .ksync import STEADY_CV
 
-    c = batch_of(scenario)
+    c, learners = batch_of(scenario), scenario.cluster.learners
     if c == 1:
         return predict_async(scenario, costs)
     run = Run.of(scenario)
@@ -100,15 +99,17 @@ def predict(scenario, costs):
                               "counted as 1/c of an update per push"
     if base.outside_assumptions:
         laws["assumptions"] = base.outside_assumptions
-    elif costs.server_update_s and costs.compute.cv < STEADY_CV and staleness.mean < 10:
-        # the pusher that completes a batch waits for its update, and steady
-        # steps keep that order: r follows the lockstep schedule, not uniform,
-        # which moves each staleness by up to one version
+    elif costs.server_update_s and learners * costs.compute.cv < 1 and staleness.mean < 10:
+        # the pusher that completes a batch waits for its update; where a
+        # step's noise is less than the gap between two learners' pushes (a
+        # cycle over L) they keep that order: r follows the lockstep
+        # schedule, not uniform, which moves each staleness by up to one version
         laws["assumptions"] = (
-            f"{OUTSIDE}: steps this steady (cv {costs.compute.cv:.2g}) keep the learners in a "
-            f"lockstep in which the batch's completing pusher waits for its update, so the "
-            f"pushes' count modulo {c} follows the schedule, not uniform on 0..{c - 1}: the "
-            f"staleness (mean {staleness.mean:.2g}) can be off by up to one version")
+            f"{OUTSIDE}: steps this steady (cv {costs.compute.cv:.2g}, under 1 / L for "
+            f"{learners} learners) keep the learners' pushes in one order, in which the batch's "
+            f"completing pusher waits for its update, so the pushes' count modulo {c} follows "
+            f"the schedule, not uniform on 0..{c - 1}: the staleness (mean "
+            f"{staleness.mean:.2g}) can be off by up to one version")
     return replace(base, scenario=scenario, t_update_s=c * base.t_update_s,
                    epoch_time_s=run.epoch_time(t_last, gradients),
                    staleness=staleness, gradients_per_update=Pmf.point(c), laws=laws,

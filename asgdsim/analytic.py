@@ -909,14 +909,22 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         done = float(np.max(queue + (k - np.arange(k)) * message)) if message else float(queue[-1])
         return done + update_s, rank
 
+    return (*_settled(one_round, before, reply), exact)
+
+
+def _settled(one_round, before: list, reply: list) -> tuple[float, float]:
+    """(the first round, a later one): ``one_round(stages, order)`` walks a
+    round from the learners' stages in the order their pulls are served and
+    returns its length and the next order; the order settles in a round or two."""
+    p = len(before)
     first, order = one_round(before, np.arange(p))
     rounds = []
-    for _ in range(6):          # the order of the pulls settles in a round or two
+    for _ in range(6):
         duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
         rounds.append(duration)
         if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
             break
-    return first, rounds[-1], exact
+    return first, rounds[-1]
 
 
 def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,
@@ -968,14 +976,7 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         done = float(np.max(arrive[by_arrival] + left))
         return done + update_s, rank
 
-    first, order = one_round(before, np.arange(p))
-    rounds = []
-    for _ in range(6):          # the order of the pulls settles in a round or two
-        duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
-        rounds.append(duration)
-        if len(rounds) >= 2 and abs(rounds[-1] - rounds[-2]) <= 1e-12 * rounds[-1]:
-            break
-    return first, rounds[-1], fixed
+    return (*_settled(one_round, before, reply), fixed)
 
 
 def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],

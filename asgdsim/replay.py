@@ -134,12 +134,13 @@ class _Track:
         self.w, self.velocity = model.initial.copy(), np.zeros_like(model.initial)
         self.seen, self.update, self.rows = 0, 0, []
 
-    def step(self, direction: np.ndarray, samples: int) -> None:
+    def step(self, direction: np.ndarray, samples: int, update: int | None = None) -> None:
+        """Apply one update (numbered ``update``, the run's version, or the next)."""
         if self.options.momentum:
             self.velocity = self.options.momentum * self.velocity + direction
             direction = self.velocity
         self.w = self.w - self.options.learning_rate * direction
-        self.update += 1
+        self.update = self.update + 1 if update is None else update
         before, self.seen = self.seen, self.seen + samples
         # a point of the curve for every checkpoint this update passed
         for _ in range(int(np.searchsorted(self.marks, self.seen, side="right")
@@ -165,11 +166,17 @@ def replay(gradients: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
     versions = applied["version_applied"].to_numpy()
     reads = applied["version_read"].to_numpy()
     staleness = np.maximum(applied["staleness"].to_numpy(), 1)
-    # the weights of each version some gradient still has to read, dropped after its last reader
+    # the weights of each version some gradient still has to read, dropped
+    # after its last reader. An update that applied nothing (a SPRINT cycle
+    # without gradients) changed nothing: a version read below the next
+    # update that applies something is the weights as they are then
     last_read = pd.Series(np.arange(len(reads))).groupby(reads).max().to_dict()
-    kept = {0: run.w} if 0 in last_read else {}
+    needed, stored, kept = np.unique(reads), 0, {}
     bounds = np.flatnonzero(np.diff(versions, prepend=-1, append=-1))
     for first, end in zip(bounds[:-1], bounds[1:]):
+        while stored < len(needed) and needed[stored] < versions[first]:
+            kept[needed[stored]] = run.w
+            stored += 1
         direction = np.zeros_like(run.w)
         samples = int(start[end] - start[first])
         group = first
@@ -183,9 +190,7 @@ def replay(gradients: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
                 if last_read.get(reads[row]) == row:
                     kept.pop(reads[row], None)
             group = stop
-        run.step(direction / samples, samples)
-        if run.update in last_read:
-            kept[run.update] = run.w
+        run.step(direction / samples, samples, int(versions[first]))
     # synchronous SGD at the run's mean mini-batch, on the same stream
     batch = max(1, round(total / max(len(bounds) - 1, 1)))
     sync = _Track(model, data, options, marks)

@@ -72,3 +72,17 @@ def test_replay_from_the_command_line(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_:
             main(["replay", str(run), *bad])
         assert exit_.value.code == 2
+
+
+def test_an_update_that_applied_nothing_changes_nothing():
+    # version 2 applied no gradient (a SPRINT cycle without any): a gradient
+    # that read version 2 read the weights of version 1
+    def table(reads, applied):
+        n = len(reads)
+        return pd.DataFrame({"version_read": reads, "version_applied": applied,
+                             "staleness": [a - 1 - r for r, a in zip(reads, applied)],
+                             "samples": [32] * n, "t_end": np.arange(n, dtype=float)})
+    skipping = replay(table([0, 0, 2, 2, 3], [1, 1, 3, 3, 4]), ReplayOptions())
+    plain = replay(table([0, 0, 1, 1, 2], [1, 1, 2, 2, 3]), ReplayOptions())
+    assert np.array_equal(skipping["loss"], plain["loss"])
+    assert skipping["update"].iloc[-1] == 4 and plain["update"].iloc[-1] == 3

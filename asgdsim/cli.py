@@ -634,6 +634,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     events = run_dir / "gradients.parquet"
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such folder; give the folder a run wrote "
+                         "(asgdsim run SCENARIO --out DIR)")
     if not events.is_file():
         raise UsageError(f"{run_dir}: no gradients.parquet; replay needs a folder written by "
                          "asgdsim run (compare leaves the event tables out)")

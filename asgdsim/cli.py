@@ -588,6 +588,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    import numpy as np
     import yaml
 
     from .atomic import atomic_text, atomic_write
@@ -603,9 +604,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if path is not None and path.exists() and not args.overwrite:
             raise UsageError(f"{path} exists; pass --overwrite to replace it or choose another")
     fits = fit_laws(steps)
+    cv = 0.0 if np.all(steps == steps[0]) else steps.std() / steps.mean()
     print(f"{args.steps}: {len(steps)} steps, mean {1e3 * steps.mean():.4g} ms, "
-          f"cv {steps.std() / steps.mean():.3g}; laws by AIC, best first")
-    print(f"  {'law':<21}{'AIC':>12}{'KS distance':>13}{'KS p-value':>12}")
+          f"cv {cv:.3g}; laws by AIC, best first")
+    print(f"  {'law':<21}{'AIC':>12}{'KS distance':>13}{'KS p-value':>12}   (p-values optimistic: "
+          "each law's parameters come from these same steps)")
     for fit in fits:
         print(f"  {fit.distribution:<21}{fit.aic:>12.1f}{fit.ks_distance:>13.4f}{fit.ks_pvalue:>12.3g}")
     best = fits[0]
@@ -624,6 +627,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
         atomic_write(figure, lambda tmp: fig.savefig(tmp, format="png", dpi=120))
         print(f"wrote {figure}")
     return 0
+
+
+def _run_kind(run_dir: Path) -> str | None:
+    """The algorithm kind a run folder's scenario.yaml names (None if unreadable)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
+        return data["algorithm"]["kind"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return None
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -650,12 +664,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
                                                      "staleness", "samples", "t_end"])
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"{events}: cannot read the gradients ({exc})") from None
+    kind = _run_kind(run_dir)
+    if kind == "local-sgd":
+        # its learners step on their own copies and average weights: no
+        # update applies gradients computed on the server's versions
+        raise UsageError(f"{run_dir}: a local-sgd run averages weights its learners stepped on "
+                         "their own copies; replay follows gradients applied to shared weights "
+                         "(every other kind)")
+    if not (gradients["version_applied"] >= 1).any():
+        raise UsageError(f"{events}: the run applied no gradients; nothing to replay")
     options = ReplayOptions(task=args.task, learning_rate=args.learning_rate,
                             momentum=args.momentum, staleness_aware=args.staleness_aware,
                             seed=args.seed)
     table = replay(gradients, options)
-    if table.empty:
-        raise UsageError(f"{events}: the run applied no gradients; nothing to replay")
     atomic_write(table_path, lambda tmp: table.to_csv(tmp, index=False))
     fig = figure(table, f"{run_dir.name}: {options.task}, learning rate {options.learning_rate}"
                  + (f", momentum {options.momentum}" if options.momentum else "")

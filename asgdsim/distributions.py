@@ -480,13 +480,18 @@ class Empirical(_Duration):
         return float(result) if np.ndim(result) == 0 else result
 
     def ppf(self, q: float) -> float:
-        # the smallest value whose cdf reaches q
-        i = int(np.ceil(q * len(self.values))) - 1
-        return float(self.values[min(max(i, 0), len(self.values) - 1)])
+        # the smallest value whose cdf (i / n, as cdf computes it) reaches q
+        n = len(self.values)
+        i = int(np.searchsorted(np.arange(1, n + 1) / n, q, side="left"))
+        return float(self.values[min(i, n - 1)])
 
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
+        # E[(y - X)+] = (y c - sum of the c values at or below y) / n, from
+        # the running sum: no matrix of every y against every value
         y = np.asarray(y, dtype=float)
-        result = np.maximum(y[..., None] - self.values, 0.0).mean(axis=-1)
+        below = np.searchsorted(self.values, y, side="right")
+        sums = np.concatenate([[0.0], np.cumsum(self.values)])
+        result = (y * below - sums[below]) / len(self.values)
         return float(result) if result.ndim == 0 else result
 
     def expected_max(self, n: int) -> float:

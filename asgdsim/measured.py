@@ -11,7 +11,8 @@ column ``step_s``. Two uses:
   likelihood, ranks them by AIC (the likelihood penalised by the number of
   parameters, so a two-parameter law must earn its second one), and reports
   how well each one fits (the Kolmogorov-Smirnov distance to the sample and
-  its p-value) beside a QQ figure. The winner's YAML entry goes into a
+  its p-value, optimistic since the law's parameters come from the same
+  steps) beside a QQ figure. The winner's YAML entry goes into a
   scenario as it is.
 
 The deterministic law has no density, so it is offered only where every
@@ -107,9 +108,8 @@ def fit_laws(steps: np.ndarray) -> list[Fit]:
     candidates = []
     # exponential: its mean
     candidates.append(("exponential", stats.expon(scale=mean), 1, _entry("exponential", mean)))
-    # shifted exponential: the shift at the least step (the MLE), the rest exponential;
-    # the least step itself has density 0 at the shift, so it sits a hair below it
-    shift = max(lo - (mean - lo) / n, 0.0)
+    # shifted exponential: the shift at the least step and the rest exponential (the MLE)
+    shift = lo
     candidates.append(("shifted-exponential", stats.expon(loc=shift, scale=mean - shift), 2,
                        _entry("shifted-exponential", mean, shift=shift)))
     # uniform: between the least and the greatest step (the MLE)
@@ -151,7 +151,7 @@ def qq_figure(steps: np.ndarray, fits: list[Fit]):
                 label=f"{fit.distribution} (AIC {fit.aic:.1f}, KS {fit.ks_distance:.3f})")
     ax.axline((1e3 * x[0], 1e3 * x[0]), slope=1, color="0.5", linewidth=0.8)
     # the measured range (and a margin): a law that fits badly runs off it
-    margin = 0.25 * (x[-1] - x[0])
+    margin = max(0.25 * (x[-1] - x[0]), 0.05 * x[0])
     ax.set_xlim(1e3 * (x[0] - margin), 1e3 * (x[-1] + margin))
     ax.set_xlabel("fitted law's quantile (ms)")
     ax.set_ylabel("measured step (ms)")

@@ -9,7 +9,9 @@ mini-batch. Beside it, plain synchronous mini-batch SGD at the run's mean
 mini-batch, on the same samples in the same order: the difference between
 the two curves is what the cluster did to training.
 
-The model is softmax regression (``digits``) or a one-hidden-layer tanh
+A ``local-sgd`` run is not replayed: its learners step on their own
+copies and average weights, so no update applies gradients computed on a
+shared version. The model is softmax regression (``digits``) or a one-hidden-layer tanh
 network (``digits-mlp``) on scikit-learn's handwritten digits (1,797 images
 of 8 x 8 pixels, shipped inside scikit-learn: nothing is downloaded), in
 numpy on the CPU. The samples come as a stream: the training images in a
@@ -142,9 +144,9 @@ class _Track:
         self.w = self.w - self.options.learning_rate * direction
         self.update = self.update + 1 if update is None else update
         before, self.seen = self.seen, self.seen + samples
-        # a point of the curve for every checkpoint this update passed
-        for _ in range(int(np.searchsorted(self.marks, self.seen, side="right")
-                           - np.searchsorted(self.marks, before, side="right"))):
+        # a point of the curve where this update passed a checkpoint
+        if np.searchsorted(self.marks, self.seen, side="right") > \
+                np.searchsorted(self.marks, before, side="right"):
             self.rows.append((self.update, self.seen, *self.model.evaluate(self.w, self.data)))
 
 
@@ -158,6 +160,9 @@ def replay(gradients: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
     applied = gradients[gradients["version_applied"] >= 1].sort_values(
         ["version_applied", "version_read", "t_end"], kind="stable")
     total = int(applied["samples"].sum())
+    if total == 0:
+        return pd.DataFrame(columns=["update", "samples_seen", "loss", "accuracy",
+                                     "sync_update", "sync_loss", "sync_accuracy"])
     stream = data.stream(total)
     # points spaced evenly on a log scale: early training changes fastest
     marks = np.unique(np.round(np.geomspace(max(1.0, total / 1e4), total, CHECKPOINTS)))

@@ -86,3 +86,19 @@ def test_an_update_that_applied_nothing_changes_nothing():
     plain = replay(table([0, 0, 1, 1, 2], [1, 1, 2, 2, 3]), ReplayOptions())
     assert np.array_equal(skipping["loss"], plain["loss"])
     assert skipping["update"].iloc[-1] == 4 and plain["update"].iloc[-1] == 3
+
+
+def test_what_cannot_be_replayed_is_refused_by_name(tmp_path, capsys):
+    local = make(algorithm={"kind": "local-sgd", "period": 4}, timing__communication="ideal",
+                 stop={"epochs": 1}, workload__dataset_samples=2000, workload__sub_batch=8)
+    res = simulate(local)
+    from asgdsim.output import write_run
+    write_run(res, tmp_path / "local")
+    assert main(["replay", str(tmp_path / "local")]) == 2
+    assert "local-sgd" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res.gradients.iloc[:0].to_parquet(empty / "gradients.parquet")
+    assert main(["replay", str(empty)]) == 2
+    assert "applied no gradients" in capsys.readouterr().err
+    assert replay(res.gradients.iloc[:0], ReplayOptions()).empty

@@ -98,8 +98,6 @@ def predict(scenario, costs):
         epoch_law = f"{'exact' if exact else 'approximation'}: rounds of {how}" + (
             "" if exact else f" (the sums of {law.name} steps {law.sums_taken})")
     elif batch:
-        # each learner's steps repeat its reads and push; the pulls that
-        # start a round are walked as sync's
         # each learner's steps repeat its reads and push; the weights leave
         # the server's port one learner after another, so learner i starts
         # i pulls late; unless the server's port sets the pace: the K
@@ -133,7 +131,7 @@ def predict(scenario, costs):
         else:
             ready = (reply - stretch, out, L)
         # the gradients queue at the server's port in the order they come:
-        # done at max over j of (j-th arrival + the K - j + 1 messages from it)
+        # done at max over j of (j-th arrival, its own message in it, + the K - j after it)
         events = events_staggered(cycle, ready, k)
         steady = float(np.max(events + (k - 1 - np.arange(k)) * to_port)) + update_s
         epoch_law = ("approximation: the K-th event of L renewal processes of a step and its "

@@ -184,10 +184,15 @@ def _busiest_turn(topo, stages) -> float:
     from ..analytic import _resolved
     from ..structure import is_fabric
 
+    # a node's resources serve its own learners, and the nodes of a block
+    # are alike: the first node of each block says it all
+    firsts, start = [], 0
+    for nodes, per_node in ([(b.nodes, b.learners_per_node) for b in topo.blocks]
+                            or [(topo.nodes, topo.learners_per_node)]):
+        firsts += range(start, start + per_node)
+        start += nodes * per_node
     held: Counter = Counter()
-    # a node's resources serve its own learners: the first EXACT_LEARNERS
-    # learners hold every node shape a cluster of identical blocks has
-    for learner in range(min(topo.learners, EXACT_LEARNERS)):
+    for learner in firsts:
         for names, duration in _resolved(topo, stages, learner):
             for name in names:
                 # the server's port and a fat tree's leaf links: their own bounds
@@ -204,7 +209,8 @@ def _walked_ready(topo, loop_) -> np.ndarray:
 
     stages = [_resolved(topo, loop_.reply + loop_.before, i) for i in range(topo.learners)]
     ends = Skeleton().walk(np.zeros(topo.learners), stages)
-    return np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0 for row in ends])
+    # each row's last stage ended last (NaN past a learner's own stages)
+    return np.nan_to_num(np.fmax.reduce(ends, axis=1), nan=0.0) if ends.size else np.zeros(len(stages))
 
 
 SHARES = [0.0625, 0.125, 0.25, 0.5, 0.75, 1.0]

@@ -799,8 +799,9 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
     # local SGD: a round is ``period`` steps of each learner, then the averaging
-    if topo.blocks or len(set(costs.group_computes)) > 1:
-        # groups of different nodes or steps: each learner its group's loop and law
+    if topo.blocks or len(set(costs.group_computes)) > 1 or sc.faults.slow_learners is not None:
+        # groups of different nodes or steps, or slow learners: each learner
+        # its group's loop and its own law
         from .costs import learner_laws
         from .structure import loops_of
 
@@ -828,7 +829,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         steady_throughput_samples_per_s=per_round * sc.workload.sub_batch / steady,
         staleness=Pmf.point(0), gradients_per_update=Pmf.point(per_round),
         laws={"epoch_time": (f"exact: rounds of E[max of P {steps}]" if _ideal(sc) and exact else
-                             "exact: identical fixed-time steps, their round schedule"
+                             "exact: fixed-time steps, their round schedule"
                              if law.is_constant else
                              "approximation: the round's schedule with the compute of each "
                              "learner at its expected order statistic"
@@ -974,7 +975,9 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         # FIFO at the server's port: done at max_j (j-th arrival + the messages from j on)
         left = np.cumsum(message[by_arrival][::-1])[::-1]
         done = float(np.max(arrive[by_arrival] + left))
-        return done + update_s, rank
+        # the next round serves them in the order they arrived: a slower
+        # law's learner last, whatever its place in this round's walk
+        return done + update_s, rank if fixed else by_arrival
 
     return (*_settled(one_round, before, reply), fixed)
 
@@ -1007,8 +1010,10 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
                 shift[mine_b] = lo + np.round((shift[mine_b] - lo) / (hi - lo) * 63) / 63 * (hi - lo)
         order = np.argsort(shift, kind="stable")
         arrive = _mixed_order_statistics(shift[order], [drawn[i] for i in order])
-        left = np.cumsum(message[order][::-1])[::-1]
-        return float(np.max(arrive + left)) + update_s
+        by_arrival = np.argsort(arrive, kind="stable")
+        # FIFO at the server's port, in the order they arrive
+        left = np.cumsum(message[order][by_arrival][::-1])[::-1]
+        return float(np.max(arrive[by_arrival] + left)) + update_s
 
     # the replies leave in the order the gradients came in, which mixes the
     # groups: each group's learners spread evenly over the sequence
@@ -1023,9 +1028,10 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
 
 
 def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
-    """E of the order statistics of shift[i] + X_i, X_i ~ laws[i] independent
-    (shifts ascending): Blom's positions on the mixture's quantiles (each
-    assigned in the order of the shifts), the exact mean for the largest."""
+    """E of the order statistics of shift[i] + X_i, X_i ~ laws[i] independent:
+    Blom's positions on the mixture's quantiles, each assigned in the order
+    of the learners' expected arrivals shift[i] + E[X_i] (a slower law's
+    learner later), the exact mean for the largest."""
     p = len(shift)
     lo = min(s + law.ppf(1e-9) for s, law in zip(shift, laws))
     hi = max(s + law.ppf(1 - 1e-12 / p) for s, law in zip(shift, laws))
@@ -1041,7 +1047,10 @@ def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
     quantiles = np.interp(targets, mixture, grid)
     all_below = np.exp(np.log(np.clip(each, 1e-300, 1.0)) @ counts)
     e_max = lo + np.trapezoid(1.0 - all_below, grid)
-    return np.append(quantiles, e_max)
+    expected = shift + np.array([law.mean for law in laws])
+    out = np.empty(p)
+    out[np.argsort(expected, kind="stable")] = np.append(quantiles, e_max)
+    return out
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,

@@ -18,9 +18,12 @@ results hold exactly with ideal communication, and replace the kind's own:
   with p_i = rate_i / total rate, and the law is their mixture weighted by
   each learner's share of the gradients (mean L - 1 still).
 
-For every other kind, or with modelled communication, the prediction is
-the kind's own on the law of a learner drawn at random, labelled outside
-the closed form's assumptions.
+Rounds that wait for every learner (``sync``, ``allreduce``,
+``local-sgd``) walk each learner's own law in their schedule
+(:func:`asgdsim.analytic.predict_rounds`), with modelled communication
+too. Every other kind's prediction is its own for identical learners (on
+their one law where every learner is slowed alike); where the laws differ
+it is labelled outside the closed form's assumptions.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ import numpy as np
 from scipy import integrate
 
 __all__ = ["with_faults", "with_learner_laws", "with_link_slowdowns", "with_failures"]
+
+#: kinds of rounds that wait for every learner (analytic.predict_rounds)
+ROUNDS = ("sync", "allreduce", "local-sgd")
 
 
 def with_faults(scenario, costs, whole):
@@ -66,7 +72,7 @@ def with_learner_laws(scenario, costs, whole):
     """The closed form ``whole`` of the kind, for learners whose step laws
     differ: groups of different GPUs or laws (cluster.groups), persistently
     slow learners, or both. Each learner's law is costs.learner_laws';
-    ``whole`` took a learner's law at random (the mean law) for all."""
+    ``whole`` took the groups' mixed law for all, without the slowdowns."""
     from .analytic import OUTSIDE, _ideal
     from .costs import learner_classes
 
@@ -79,19 +85,33 @@ def with_learner_laws(scenario, costs, whole):
         distinct.update(group)
     kind, alike = scenario.algorithm.kind, len(distinct) == 1
     exact = _ideal(scenario) and kind in ("sync", "async")
+    slow = scenario.faults.slow_learners
+    # the rounds of these kinds already walk each learner's own law
+    # (analytic.predict_rounds); the exact E[max] of ideal sync stays below
+    rounds = kind in ROUNDS and not (exact and not alike)
+    if slow is not None and alike and not rounds:
+        # every learner slowed alike: the kind's own closed form on their one
+        # law (``whole`` took the law without the slowdown)
+        from .algorithms import KINDS
+
+        (law,) = distinct
+        whole = KINDS[kind].predict(scenario, replace(costs, compute=law))
     if (scenario.cluster.groups is not None and kind in COMPOSED and not exact
-            and scenario.faults.slow_learners is None
-            and (not alike or scenario.cluster.mixed_shapes)):
+            and (slow is None or rounds) and (not alike or scenario.cluster.mixed_shapes)):
         # each group's stations its own, put together as the kind says (shapes.py)
         return with_groups(scenario, costs, whole)
+    if rounds and slow is not None:
+        return replace(whole, groups=_group_figures(scenario, classes, None))
     # nodes of different shapes matter where their links take time
     shapes = scenario.cluster.mixed_shapes and not _ideal(scenario)
     if alike or not exact:
         out = dict(whole.laws)
         if not alike or shapes:
+            taken = ("the groups' laws mixed by their learners"
+                     if len(set(costs.group_computes)) > 1 else "one learner's law")
             out.setdefault("assumptions", f"{OUTSIDE}: {_differences(scenario, costs)}, and the "
                            f"closed form of {kind} here assumes identical learners (it takes "
-                           "the law of a learner drawn at random"
+                           + taken + (" without the slowdown" if slow is not None else "")
                            + (" and the first group's loop" if shapes else "") + ")")
         figures = _group_figures(scenario, classes, kind if exact else None)
         return replace(whole, laws=out, groups=figures)

@@ -13,6 +13,7 @@ from scipy import integrate
 from asgdsim import predict, simulate
 from asgdsim.algorithms import KINDS
 from asgdsim.distributions import Law, straggling
+from asgdsim.faults import ROUNDS
 from asgdsim.pmf import Pmf
 from asgdsim.scenario import ScenarioError
 
@@ -100,8 +101,28 @@ def test_every_kind_runs_with_stragglers_and_slow_learners(name):
     assert u["minibatch"].sum() == g["samples"].sum()
     assert (g["staleness"] >= 0).all()
     assert np.isfinite(res.summary["analytic"]["epoch_time_s"])
-    # slow learners with modelled communication: outside every kind's closed form
-    assert "outside the closed form's assumptions" in res.summary["analytic"]["laws"]["assumptions"]
+    laws = res.summary["analytic"]["laws"]
+    if name in ROUNDS:
+        # rounds walk each learner's own law (test below): inside the closed form
+        assert "assumptions" not in laws
+    else:
+        # slow learners with modelled communication: outside the other kinds' closed forms
+        assert "outside the closed form's assumptions" in laws["assumptions"]
+
+
+@pytest.mark.parametrize("name", ROUNDS)
+def test_rounds_with_a_slow_learner_are_its_schedule_exactly(name):
+    """Fixed steps, modelled communication, learner 0 twice as slow: the
+    round's schedule (each learner its own step, served in the order it
+    arrives) is the simulation's, to rounding."""
+    algorithm = {"kind": name, **({"period": 2} if name == "local-sgd" else {})}
+    sc = kind(algorithm, 5, {"slow_learners": {"learners": [0], "slowdown": 2}},
+              compute={"distribution": "deterministic", "mean": "0.15 s"}, stop__gradients=1000,
+              timing__communication="modelled")
+    res = simulate(sc)
+    assert "exact" in res.summary["analytic"]["laws"]["epoch_time"]
+    assert res.summary["analytic"]["epoch_time_s"] == pytest.approx(res.summary["epoch_time_s"],
+                                                                    rel=1e-9)
 
 
 def test_bad_fault_keys_are_refused():

@@ -505,12 +505,14 @@ class Scenario(_Spec):
         k-th of weights and activations where it splits the layers."""
         return self.footprint_on(self.cluster.gpu)
 
-    def footprint_on(self, gpu: GpuSpec) -> Footprint:
-        """:attr:`footprint` on one of the cluster's GPUs (a group's)."""
+    def footprint_on(self, gpu: GpuSpec, sub_batch: int | None = None) -> Footprint:
+        """:attr:`footprint` on one of the cluster's GPUs (a group's), at
+        the workload's sub-batch or at ``sub_batch`` (the planner asks
+        before it builds a scenario, which one that does not fit would not be)."""
         model, cluster = self.workload.model, self.cluster
+        sub_batch = self.workload.sub_batch if sub_batch is None else sub_batch
         k = cluster.gpus_per_learner
-        per_gpu = -(-self.workload.sub_batch // k) if cluster.learner_split == "data" \
-            else self.workload.sub_batch
+        per_gpu = -(-sub_batch // k) if cluster.learner_split == "data" else sub_batch
         need = footprint(model.parameters, model.input_shape, model.graph, per_gpu, gpu.memory,
                          activation_bytes(self.workload.precision))
         if cluster.learner_split == "layers" and k > 1:

@@ -554,7 +554,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(source, [("", f"expected a mapping of scenario keys at the top, "
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
-    # a file a scenario names (a kernel table, measured steps) is found beside it
+    resolve_paths(data, path.parent)
+    return scenario_from_dict(data, overrides, source=source)
+
+
+def resolve_paths(data: dict, folder: Path) -> None:
+    """A file a scenario names (a kernel table, measured steps, a group's
+    measured steps) is found beside it: made absolute in place, in the
+    parsed mapping, so that it is found from anywhere (a sweep's worker)."""
     timing = data.get("timing") if isinstance(data.get("timing"), dict) else {}
     cluster = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
     groups = cluster.get("groups") if isinstance(cluster.get("groups"), list) else []
@@ -562,8 +569,7 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
                         *((g.get("compute"), "empirical") for g in groups if isinstance(g, dict))]:
         if isinstance(holder, dict) and isinstance(holder.get(key), str) \
                 and not Path(holder[key]).is_absolute():
-            holder[key] = str((path.parent / holder[key]).resolve())
-    return scenario_from_dict(data, overrides, source=source)
+            holder[key] = str((Path(folder) / holder[key]).resolve())
 
 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,

@@ -34,7 +34,7 @@ import pandas as pd
 from . import budget, safeyaml
 from .atomic import atomic_text, atomic_write
 from .errors import ScenarioError
-from .scenario import apply_overrides, load_scenario, scenario_from_dict
+from .scenario import apply_overrides, load_scenario, resolve_paths, scenario_from_dict
 from .simulation import simulate
 
 __all__ = ["Point", "SweepError", "check_points", "grid_points", "point_scenario", "point_seed",
@@ -146,10 +146,7 @@ def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
     load_scenario(scenario)           # refuses a bad file with its own message
     data = safeyaml.load(Path(scenario).read_text(encoding="utf-8"))
     data.setdefault("name", Path(scenario).stem)
-    timing = data.get("timing")
-    if isinstance(timing, dict) and isinstance(timing.get("kernel_table"), str):
-        # as load_scenario does: a table is found beside the scenario file
-        timing["kernel_table"] = str((Path(scenario).parent / timing["kernel_table"]).resolve())
+    resolve_paths(data, Path(scenario).parent)     # as load_scenario finds them
     return data, str(scenario)
 
 

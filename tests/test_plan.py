@@ -296,3 +296,16 @@ def test_a_learner_of_several_gpus_is_planned_on_whole_learners():
              overrides={"cluster.gpus_per_learner": 2}).table
     assert set(t["gpus_per_node"]) == {2, 4, 6, 8}
     assert t.loc[t["sub_batch"] == 256, "fits_memory"].all()
+
+
+def test_a_groups_measured_steps_are_found_beside_the_scenario(tmp_path):
+    # the plan (and a sweep) read the file as written and hand it on: a
+    # group's empirical steps, named relative to the file, are found from
+    # anywhere, as load_scenario finds them
+    (tmp_path / "steps.csv").write_text(
+        (ROOT.parent / "tests" / "hostile" / "tables" / "twenty-steps.csv").read_text())
+    path = _mixed(tmp_path, "measured", [
+        {"nodes": 1, "machine": "tsubame-kfc-dl", "compute": {"empirical": "steps.csv"}},
+        {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}], {"kind": "async"})
+    t = plan(path, 32, max_gpus=4, confirm=0).table
+    assert t["feasible"].any() and (t[GROUPS[0]] > 0).any()

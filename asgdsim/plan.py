@@ -233,12 +233,12 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     group_columns = [f"cluster.groups.{i}.nodes" for i in range(len(shapes))] if mixed else []
     columns = COLUMNS + group_columns + ([knob_key] if knob else [])
     step = cluster.gpus_per_learner
-    fitting = {}     # (GPU, sub-batch): whether a learner's share of the step fits on it
+    fitting = {}     # (GPU memory, sub-batch): whether a GPU's share of the step fits in it
 
     def fits(gpu: GpuSpec, sub_batch: int) -> bool:
-        if (gpu.name, sub_batch) not in fitting:
-            fitting[gpu.name, sub_batch] = base.footprint_on(gpu, sub_batch).fits
-        return fitting[gpu.name, sub_batch]
+        if (gpu.memory, sub_batch) not in fitting:
+            fitting[gpu.memory, sub_batch] = base.footprint_on(gpu, sub_batch).fits
+        return fitting[gpu.memory, sub_batch]
 
     rows = []
     for cap, booking in _configurations(shapes, step, max_gpus):

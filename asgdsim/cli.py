@@ -414,8 +414,6 @@ def plan_text(result: Plan, name: str) -> str:
     """What ``plan`` prints: the counts, what the simulation settled, the best rows."""
     import pandas as pd
 
-    from .plan import COLUMNS
-
     t = result.table
     band = f"a mean mini-batch within {result.tolerance:.0%} of {result.target:g}"
     if result.max_staleness is not None:
@@ -445,23 +443,44 @@ def plan_text(result: Plan, name: str) -> str:
         lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
                      "or --max-staleness")
         return "\n".join(lines)
-    knob = t.columns[len(COLUMNS)] if len(t.columns) > len(COLUMNS) else None
-    lines.append(f"  {'rank':>4} {'nodes':>5} {'GPUs/node':>9} {'idle/node':>9} {'sub-batch':>9} "
-                 + (f"{knob:>{max(5, len(knob))}} " if knob else "")
+    knob = result.knob
+    # a uniform cluster's nodes and GPUs per node; a mixed one's nodes per group
+    # and the cap on GPUs per node (a group whose nodes hold fewer uses its own)
+    if result.groups:
+        names = [g.gpu.name for g in result.groups]
+        heads = [f"{n} nodes" + (f" ({i})" if names.count(n) > 1 else "")
+                 for i, n in enumerate(names)]
+        heads += ["GPUs/node", "idle GPUs"]
+    else:
+        heads = ["nodes", "GPUs/node", "idle/node"]
+    widths = [max(5, len(h)) for h in heads]
+    knob_width = max(5, len(knob)) if knob else 0
+    lines.append(f"  {'rank':>4} " + "".join(f"{h:>{w}} " for h, w in zip(heads, widths))
+                 + f"{'sub-batch':>9} " + (f"{knob:>{knob_width}} " if knob else "")
                  + f"{'epoch (s)':>10} {'mini-batch':>10} {'staleness':>9} {'GPU-h/epoch':>11} "
                  f"{'sim. epoch':>10} {'sim. batch':>10}  verdict")
-    for r in shown.itertuples():
-        simulated = not pd.isna(r.simulated_epoch_time_s)
-        verdict = ("confirmed" if simulated and r.feasible else "refuted by simulation"
+    for _, r in shown.iterrows():
+        simulated = not pd.isna(r["simulated_epoch_time_s"])
+        verdict = ("confirmed" if simulated and r["feasible"] else "refuted by simulation"
                    if simulated else "closed form only")
-        sim = (f"{r.simulated_epoch_time_s:>10.1f} {r.simulated_minibatch_mean:>10.1f}"
+        sim = (f"{r['simulated_epoch_time_s']:>10.1f} {r['simulated_minibatch_mean']:>10.1f}"
                if simulated else f"{'':>10} {'':>10}")
-        lines.append(f"  {r.rank:>4} {r.nodes:>5} {r.gpus_per_node:>9} "
-                     f"{result.node_gpus - r.gpus_per_node:>9} {r.sub_batch:>9} "
-                     + (f"{int(getattr(r, knob)):>{max(5, len(knob))}} " if knob else "")
-                     + f"{r.predicted_epoch_time_s:>10.1f} {r.predicted_minibatch_mean:>10.1f} "
-                     f"{r.predicted_staleness_mean:>9.2f} {r.gpu_hours_per_epoch:>11.2f} "
+        if result.groups:
+            idle = sum(n * (g.node_gpus - used) for n, g, used in result.booked(r))
+            cells = [int(r[c]) for c in result.group_columns] + [int(r["gpus_per_node"]), idle]
+        else:
+            cells = [int(r["nodes"]), int(r["gpus_per_node"]),
+                     result.node_gpus - int(r["gpus_per_node"])]
+        lines.append(f"  {int(r['rank']):>4} "
+                     + "".join(f"{c:>{w}} " for c, w in zip(cells, widths))
+                     + f"{int(r['sub_batch']):>9} "
+                     + (f"{int(r[knob]):>{knob_width}} " if knob else "")
+                     + f"{r['predicted_epoch_time_s']:>10.1f} "
+                     f"{r['predicted_minibatch_mean']:>10.1f} "
+                     f"{r['predicted_staleness_mean']:>9.2f} {r['gpu_hours_per_epoch']:>11.2f} "
                      f"{sim}  {verdict}")
+    if result.best is not None:
+        lines.append(f"  choice: {result.describe(result.best)}")
     if not t["feasible"].any():
         lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
                      "or --max-staleness")
@@ -862,7 +881,9 @@ def _parser() -> argparse.ArgumentParser:
                          description="the fastest configuration for a target mini-batch size")
     pln.add_argument("scenario", help="scenario YAML file (its machine, model and algorithm); "
                      "for softsync, k-sync, k-batch-sync, k-async, k-batch-async and ssp the "
-                     "kind's knob (n, k or staleness_bound) is searched too, as one more column")
+                     "kind's knob (n, k or staleness_bound) is searched too, as one more column; "
+                     "of a mixed cluster (cluster.groups) each group's nodes are booked, 0 (the "
+                     "group left out), a power of two or all of them, as a column per group")
     pln.add_argument("--target-minibatch", type=float, required=True, metavar="B",
                      help="the mean mini-batch size (samples) wanted")
     pln.add_argument("--tolerance", type=float, default=0.1,

@@ -20,8 +20,9 @@ collective's ring) goes at the pace of its slowest member.
 
 This module owns the group spec, folding groups into the cluster's own keys
 (``nodes`` becomes the groups' total, ``gpus_per_node``, ``gpu`` and the
-node's parts the first group's, which cluster-wide estimates read), which
-group each learner is in, and the summary's per-group figures.
+node's parts the first group's, which cluster-wide estimates read), leaving
+groups out (the planner's), which group each learner is in, and the
+summary's per-group figures.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from . import catalog
 from .specs import BytesPerSecond, Count, GpuSpec, Link, StepLawSpec, _from_catalog, _Spec
 
 __all__ = ["Group", "NODE_KEYS", "fold_groups", "group_of_learner", "group_figures",
-           "group_scenario"]
+           "group_scenario", "leave_out"]
 
 #: the cluster keys that groups replace (a cluster gives one or the other)
 REPLACED = ("nodes", "gpus_per_node", "gpu", "machine")
@@ -188,6 +189,20 @@ def fold_groups(data: dict) -> dict:
     if first_gpu is not None:
         out["gpu"] = first_gpu
     return out
+
+
+def leave_out(data: dict, indices) -> dict:
+    """The raw cluster mapping without the groups at ``indices`` (the
+    planner's candidates that book no node of them). Each group left keeps
+    its node as it was: what it took from another group (the first
+    machine's network, the first group's GPUs per node) is written into it
+    before that group goes."""
+    gone = set(indices)
+    groups = fold_groups(data)["groups"]
+    for group in groups:
+        if group.get("gpus_per_node") is None:
+            group["gpus_per_node"] = _gpus_per_node(group)
+    return {**data, "groups": [g for i, g in enumerate(groups) if i not in gone]}
 
 
 def group_scenario(scenario, index: int):

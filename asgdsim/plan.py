@@ -4,10 +4,21 @@ This is the use Oyama et al. made of their model. For a scenario (its
 machine, model and algorithm), enumerate node counts (powers of two, within
 the machine's size), GPUs per node (up to the machine's) and sub-batch sizes
 within ``max_gpus``, and for the kinds between sync and async their knob
-too (``Kind.knob``: K, n or the staleness bound, one more column); drop those that do not fit in GPU memory; predict the
-rest with the closed form (milliseconds each); keep those whose mean
-mini-batch is within ``tolerance`` of the target (and whose mean staleness is
-at most ``max_staleness``); rank them by predicted epoch time.
+too (``Kind.knob``: K, n or the staleness bound, one more column); drop
+those that do not fit in GPU memory; predict the rest with the closed form
+(milliseconds each); keep those whose mean mini-batch is within
+``tolerance`` of the target (and whose mean staleness is at most
+``max_staleness``); rank them by predicted epoch time.
+
+A mixed cluster (``cluster.groups``) says what the user has: group i has
+N_i nodes of its shape. The plan books from each group 0, 1, 2, 4, ... or
+N_i of its nodes (at least one node in all); a group booked at 0 is left
+out of the candidate's scenario altogether (should the slow nodes be added
+at all?). One cap g on GPUs per node is searched, and a group's nodes use
+min(g, the GPUs its node holds). Memory must fit on every booked group's
+GPU, ``max_gpus`` bounds the GPUs used, and a booked node's idle GPUs are
+paid for, as a uniform cluster's are. plan.csv gains a column per group,
+``cluster.groups.<i>.nodes``: the nodes booked of it (0: left out).
 
 The closed form proposes, the simulation decides: the best candidates are
 simulated, and one whose simulation misses the target band is refuted and
@@ -19,7 +30,9 @@ the refuted, then the rest.
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,21 +43,38 @@ from matplotlib.figure import Figure
 
 from . import budget, catalog
 from .analytic import predict
-from .memory import footprint
+from .errors import ScenarioError
+from .groups import leave_out
 from .scenario import apply_overrides, scenario_from_dict
-from .sweep import Point, check_points, raw_scenario, run_on_dask
+from .specs import GpuSpec
+from .sweep import Point, check_points, naming, point_scenario, raw_scenario, run_on_dask
 
-__all__ = ["Plan", "plan", "SUB_BATCHES", "COLUMNS"]
+__all__ = ["Plan", "Shape", "plan", "candidate_raw", "SUB_BATCHES", "COLUMNS", "MAX_BOOKINGS"]
 
 SUB_BATCHES = (8, 16, 32, 64, 128, 256)
 COLUMNS = ["rank", "nodes", "gpus_per_node", "sub_batch", "feasible", "predicted_epoch_time_s",
            "predicted_minibatch_mean", "simulated_epoch_time_s", "simulated_minibatch_mean",
            "predicted_staleness_mean", "gpu_hours_per_epoch", "fits_memory"]
-KEYS = ("cluster.nodes", "cluster.gpus_per_node", "workload.sub_batch")
+#: the most combinations of the groups' node counts a mixed plan ranks (each
+#: with every cap on GPUs per node, sub-batch and knob value, by the closed form)
+MAX_BOOKINGS = 1024
+_GROUP_NODES = re.compile(r"cluster\.groups\.(\d+)\.nodes")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A kind of node the plan books: a uniform cluster's, or one group's."""
+
+    gpu: GpuSpec
+    node_gpus: int                 # GPUs a node holds (idle ones are paid for too)
+    counts: tuple[int, ...]        # node counts the plan may book (0: the group left out)
 
 
 @dataclass(frozen=True)
 class Plan:
+    """What ``plan`` found: every candidate ranked (plan.csv), with what the
+    search was asked and what its simulations settled."""
+
     table: pd.DataFrame          # every candidate, ranked (plan.csv)
     target: float
     tolerance: float
@@ -53,8 +83,10 @@ class Plan:
     simulated: int               # how many candidates were simulated
     confirmed: int               # how many of them the simulation found feasible
     order_agrees: bool           # simulation ranks the confirmed as the closed form does
-    node_gpus: int               # GPUs a booked node holds (idle ones are paid for too)
+    node_gpus: int               # GPUs a booked node holds (a mixed cluster's first group's)
     minibatch_is_sub_batch: bool  # the cluster cannot change the mini-batch (async)
+    knob: str | None = None      # the kind's searched key (its column), if it has one
+    groups: tuple[Shape, ...] = ()  # a mixed cluster's groups, in the file's order
 
     @property
     def best(self) -> pd.Series | None:
@@ -66,24 +98,100 @@ class Plan:
         """Fewer than ``wanted`` confirmed: no candidate was left to simulate."""
         return self.confirmed < self.wanted
 
+    @property
+    def group_columns(self) -> list[str]:
+        """plan.csv's column of booked nodes per group (none for a uniform cluster)."""
+        return [f"cluster.groups.{i}.nodes" for i in range(len(self.groups))]
 
-def _machine(scenario) -> tuple[int, int | None]:
-    """GPUs per node and the largest node count the machine has."""
-    cluster = scenario.cluster
-    if cluster.machine is None:
-        return cluster.gpus_per_node, None
-    preset = catalog.lookup("machines", cluster.machine)
+    def booked(self, row) -> list[tuple[int, Shape, int]]:
+        """A mixed row's booked groups: (nodes, group, GPUs used per node)."""
+        cap = int(row["gpus_per_node"])
+        return [(int(row[c]), g, min(cap, g.node_gpus))
+                for c, g in zip(self.group_columns, self.groups) if row[c]]
+
+    def describe(self, row) -> str:
+        """A configuration in words: "8 x 4 GPUs, sub-batch 32", or for a
+        mixed cluster "4 K80 nodes x 8 + 2 P100 nodes x 4 GPUs, sub-batch 32"."""
+        if self.groups:
+            nodes = " + ".join(f"{n} {g.gpu.name} node{'s' * (n != 1)} x {used}"
+                               for n, g, used in self.booked(row)) + " GPUs"
+        else:
+            nodes = f"{int(row['nodes'])} x {int(row['gpus_per_node'])} GPUs"
+        knob = f", {self.knob} {int(row[self.knob])}" if self.knob else ""
+        return f"{nodes}, sub-batch {int(row['sub_batch'])}{knob}"
+
+
+def _machine(node) -> tuple[int, int | None]:
+    """GPUs a node holds (its machine's, else its own count) and the largest
+    node count the machine has; ``node`` is a cluster or a group."""
+    if node.machine is None:
+        return node.gpus_per_node, None
+    preset = catalog.lookup("machines", node.machine)
     return preset["gpus_per_node"], preset.get("max_nodes")
 
 
-def _candidates(per_node: int, max_nodes: int | None, max_gpus: int) -> list[tuple[int, int, int]]:
+def _powers_of_two(limit: int) -> list[int]:
+    return [1 << k for k in range(max(limit, 0).bit_length())]
+
+
+def _shapes(cluster, max_gpus: int) -> tuple[Shape, ...]:
+    """What the plan books: a uniform cluster's node, any power of two of
+    them (within the machine and ``max_gpus``); or each group's node, 0, a
+    power of two or all of the group's nodes."""
+    if cluster.groups is None:
+        per_node, max_nodes = _machine(cluster)
+        limit = max_gpus if max_nodes is None else min(max_nodes, max_gpus)
+        return (Shape(cluster.gpu, per_node, tuple(_powers_of_two(limit))),)
+    return tuple(Shape(g.gpu, _machine(g)[0],
+                       tuple(sorted({0, *_powers_of_two(g.nodes), g.nodes})))
+                 for g in cluster.groups)
+
+
+def _configurations(shapes: tuple[Shape, ...], step: int,
+                    max_gpus: int) -> list[tuple[int, tuple[int, ...]]]:
+    """Every (cap on GPUs per node, nodes booked of each shape) within
+    ``max_gpus``, caps a multiple of ``step`` (GPUs per learner). A cap above
+    every booked node's GPUs is the same configuration as the largest of
+    them, so it is not repeated."""
     out = []
-    for gpus in range(1, per_node + 1):
-        nodes = 1
-        while nodes * gpus <= max_gpus and (max_nodes is None or nodes <= max_nodes):
-            out += [(nodes, gpus, b) for b in SUB_BATCHES]
-            nodes *= 2
+    for cap in range(step, max(s.node_gpus for s in shapes) + 1, step):
+        used = [min(cap, s.node_gpus) for s in shapes]
+        for booking in itertools.product(*(s.counts for s in shapes)):
+            if (any(booking) and cap <= max(s.node_gpus for s, n in zip(shapes, booking) if n)
+                    and sum(n * u for n, u in zip(booking, used)) <= max_gpus):
+                out.append((cap, booking))
     return out
+
+
+def _point(mixed: bool, cap: int, booking: tuple[int, ...], shapes: tuple[Shape, ...],
+           sub_batch: int, knob: tuple[str, int] | None) -> Point:
+    """A candidate as the overrides that make it (see candidate_raw): a
+    uniform cluster's nodes and GPUs per node, or each group's nodes (0:
+    left out) and the GPUs per node a booked group uses."""
+    if not mixed:
+        values = [("cluster.nodes", booking[0]), ("cluster.gpus_per_node", cap)]
+    else:
+        values = []
+        for i, (n, shape) in enumerate(zip(booking, shapes)):
+            values.append((f"cluster.groups.{i}.nodes", n))
+            if n:
+                values.append((f"cluster.groups.{i}.gpus_per_node", min(cap, shape.node_gpus)))
+    values.append(("workload.sub_batch", sub_batch))
+    if knob:
+        values.append((f"algorithm.{knob[0]}", knob[1]))
+    return Point(tuple((key, int(value)) for key, value in values), 0)
+
+
+def candidate_raw(raw: dict, overrides: dict, source: str) -> dict:
+    """The raw scenario of one candidate: its overrides set as ``--set``
+    sets them, then the groups it books no node of
+    (``cluster.groups.<i>.nodes`` 0) left out (groups.leave_out)."""
+    data = apply_overrides(raw, overrides, source)
+    out = [int(m.group(1)) for key, value in overrides.items()
+           if (m := _GROUP_NODES.fullmatch(key)) and value == 0]
+    if out:
+        data["cluster"] = leave_out(data["cluster"], out)
+    return data
 
 
 def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: int = 1024,
@@ -102,18 +210,17 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     raw, source = raw_scenario(scenario)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
-    if base.cluster.groups is not None:
-        from .errors import ScenarioError
-        # the search's axes are one count of nodes and one of GPUs per node;
-        # a mixed cluster has a count per group, and which group should grow
-        # is a question of what the user can book, not of the model
-        raise ScenarioError(source, [("cluster.groups", "plan searches one count of nodes and "
-                                      "one of GPUs per node, and a mixed cluster has a count per "
-                                      "group: plan each group's GPU as a cluster of its own, then "
-                                      "compare or sweep the mixed cluster (--grid "
-                                      "cluster.groups.1.nodes=...)")])
-    per_node, max_nodes = _machine(base)
-    model, memory = base.workload.model, base.cluster.gpu.memory
+    cluster = base.cluster
+    mixed = cluster.groups is not None
+    shapes = _shapes(cluster, max_gpus)
+    if mixed and math.prod(len(s.counts) for s in shapes) > MAX_BOOKINGS:
+        counts = " x ".join(str(len(s.counts)) for s in shapes)
+        raise ScenarioError(source, [("cluster.groups", (
+            f"plan books 0, a power of two or all of each group's nodes: {counts} = "
+            f"{math.prod(len(s.counts) for s in shapes):,} combinations of the groups, more "
+            f"than the {MAX_BOOKINGS:,} it ranks (each with every GPU count per node, "
+            "sub-batch and knob value); merge groups of one GPU and node, or plan fewer groups "
+            "(--set their nodes lower)"))])
 
     def within(minibatch: float, staleness: float) -> bool:
         return (abs(minibatch - target) <= tolerance * target
@@ -123,24 +230,39 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
 
     knob = KINDS[base.algorithm.kind].knob
     knob_key = knob(1)[0] if knob else None
-    keys = KEYS + ((f"algorithm.{knob_key}",) if knob else ())
-    columns = COLUMNS + ([knob_key] if knob else [])
+    group_columns = [f"cluster.groups.{i}.nodes" for i in range(len(shapes))] if mixed else []
+    columns = COLUMNS + group_columns + ([knob_key] if knob else [])
+    step = cluster.gpus_per_learner
+    fitting = {}     # (GPU memory, sub-batch): whether a GPU's share of the step fits in it
+
+    def fits(gpu: GpuSpec, sub_batch: int) -> bool:
+        if (gpu.memory, sub_batch) not in fitting:
+            fitting[gpu.memory, sub_batch] = base.footprint_on(gpu, sub_batch).fits
+        return fitting[gpu.memory, sub_batch]
+
     rows = []
-    for nodes, gpus, sub_batch in _candidates(per_node, max_nodes, max_gpus):
-        learners = nodes * (gpus // base.cluster.gpus_per_learner)
-        fits = footprint(model.parameters, model.input_shape, model.graph, sub_batch, memory).fits
-        for value in (knob(learners)[1] if knob and learners else [None]):
-            row = {"nodes": nodes, "gpus_per_node": gpus, "sub_batch": sub_batch,
-                   "fits_memory": fits, **({knob_key: value} if knob else {})}
-            if fits:
-                values = (nodes, gpus, sub_batch) + ((value,) if knob else ())
-                p = predict(scenario_from_dict(raw, dict(zip(keys, values)), source=source))
-                row.update(predicted_epoch_time_s=p.epoch_time_s,
-                           predicted_minibatch_mean=p.minibatch.mean,
-                           predicted_staleness_mean=p.staleness.mean,
-                           gpu_hours_per_epoch=nodes * per_node * p.epoch_time_s / 3600)
-            rows.append(row)
-    table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")])
+    for cap, booking in _configurations(shapes, step, max_gpus):
+        learners = sum(n * (min(cap, s.node_gpus) // step) for n, s in zip(booking, shapes))
+        for sub_batch in SUB_BATCHES:
+            fit = all(fits(s.gpu, sub_batch) for n, s in zip(booking, shapes) if n)
+            for value in (knob(learners)[1] if knob and learners else [None]):
+                point = _point(mixed, cap, booking, shapes, sub_batch,
+                               (knob_key, value) if knob else None)
+                row = {"nodes": sum(booking), "gpus_per_node": cap, "sub_batch": sub_batch,
+                       "fits_memory": fit, **dict(zip(group_columns, booking)),
+                       **({knob_key: value} if knob else {}), "point": point}
+                if fit:
+                    with naming(source, point, "candidate"):
+                        p = predict(point_scenario(raw, source, point, candidate_raw))
+                    row.update(predicted_epoch_time_s=p.epoch_time_s,
+                               predicted_minibatch_mean=p.minibatch.mean,
+                               predicted_staleness_mean=p.staleness.mean,
+                               gpu_hours_per_epoch=sum(n * s.node_gpus for n, s in
+                                                       zip(booking, shapes))
+                               * p.epoch_time_s / 3600)
+                rows.append(row)
+    table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")]
+                         + ["point"])
     table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
         table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
     # epoch times within 1 % count as equally fast (finer than the model can
@@ -151,15 +273,12 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
 
     # confirm in closed-form order; each refuted candidate hands its turn on
     queue = list(table.index[table["feasible"]])
-    point_of = lambda i: Point(tuple(zip(keys, (int(table.loc[i, c])  # noqa: E731
-                                                for c in ("nodes", "gpus_per_node", "sub_batch",
-                                                          *([knob_key] if knob else []))))), 0)
-    index_of = {point_of(i): i for i in queue}
+    index_of = {table.loc[i, "point"]: i for i in queue}
     if confirm:
         # any feasible candidate may be simulated (a refuted one hands its
         # turn on): all are estimated before the first simulation starts
-        check_points(raw, source, [point_of(i) for i in queue], "candidate",
-                     max_events=max_events, max_memory=max_memory)
+        check_points(raw, source, [table.loc[i, "point"] for i in queue], "candidate",
+                     max_events=max_events, max_memory=max_memory, apply=candidate_raw)
     first, queue = queue[:confirm], queue[confirm:]
     confirmed, refuted = [], []
     launched = [len(first)]         # simulations asked for so far
@@ -176,7 +295,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         else:
             refuted.append(i)
         # each refuted candidate hands its turn to the next, while any is left
-        more = [point_of(queue.pop(0))] if queue and not table.loc[i, "feasible"] else []
+        more = [table.loc[queue.pop(0), "point"]] if queue and not table.loc[i, "feasible"] else []
         launched[0] += len(more)
         if progress:
             progress(len(confirmed), len(refuted), launched[0])
@@ -184,8 +303,8 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
 
     if progress and first:
         progress(0, 0, len(first))
-    run_on_dask(raw, source, [point_of(i) for i in first], finished, workers=workers,
-                scheduler=scheduler)
+    run_on_dask(raw, source, [table.loc[i, "point"] for i in first], finished, workers=workers,
+                scheduler=scheduler, apply=candidate_raw)
     simulated = table["simulated_epoch_time_s"].notna()
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
@@ -196,11 +315,12 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     ok = table[simulated.iloc[order].to_numpy() & table["feasible"].to_numpy()]
     order_agrees = ok["predicted_epoch_time_s"].is_monotonic_increasing
-    fitting = table[table["fits_memory"]]
+    fitting_rows = table[table["fits_memory"]]
     return Plan(table[columns], target, tolerance, max_staleness, confirm, int(simulated.sum()),
-                len(confirmed), bool(order_agrees), per_node,
-                bool(len(fitting)) and bool(np.allclose(fitting["predicted_minibatch_mean"],
-                                                        fitting["sub_batch"])))
+                len(confirmed), bool(order_agrees), shapes[0].node_gpus,
+                bool(len(fitting_rows)) and bool(np.allclose(
+                    fitting_rows["predicted_minibatch_mean"], fitting_rows["sub_batch"])),
+                knob_key, shapes if mixed else ())
 
 
 def _speed_class(epoch_time_s: pd.Series) -> pd.Series:
@@ -243,7 +363,7 @@ def plan_figure(result: Plan, name: str) -> Figure:
         b = result.best
         ax.scatter([b["predicted_minibatch_mean"]], [b["predicted_epoch_time_s"]], marker="*",
                    s=260, color="#c0392b", edgecolors="white", zorder=5,
-                   label=f"choice: {b['nodes']} x {b['gpus_per_node']} GPUs, sub-batch {b['sub_batch']}")
+                   label=f"choice: {result.describe(b)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("mean mini-batch size (samples)")

@@ -505,12 +505,14 @@ class Scenario(_Spec):
         k-th of weights and activations where it splits the layers."""
         return self.footprint_on(self.cluster.gpu)
 
-    def footprint_on(self, gpu: GpuSpec) -> Footprint:
-        """:attr:`footprint` on one of the cluster's GPUs (a group's)."""
+    def footprint_on(self, gpu: GpuSpec, sub_batch: int | None = None) -> Footprint:
+        """:attr:`footprint` on one of the cluster's GPUs (a group's), at
+        the workload's sub-batch or at ``sub_batch`` (the planner asks
+        before it builds a scenario, which one that does not fit would not be)."""
         model, cluster = self.workload.model, self.cluster
+        sub_batch = self.workload.sub_batch if sub_batch is None else sub_batch
         k = cluster.gpus_per_learner
-        per_gpu = -(-self.workload.sub_batch // k) if cluster.learner_split == "data" \
-            else self.workload.sub_batch
+        per_gpu = -(-sub_batch // k) if cluster.learner_split == "data" else sub_batch
         need = footprint(model.parameters, model.input_shape, model.graph, per_gpu, gpu.memory,
                          activation_bytes(self.workload.precision))
         if cluster.learner_split == "layers" and k > 1:
@@ -552,7 +554,14 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
         raise ScenarioError(source, [("", f"expected a mapping of scenario keys at the top, "
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
-    # a file a scenario names (a kernel table, measured steps) is found beside it
+    resolve_paths(data, path.parent)
+    return scenario_from_dict(data, overrides, source=source)
+
+
+def resolve_paths(data: dict, folder: Path) -> None:
+    """A file a scenario names (a kernel table, measured steps, a group's
+    measured steps) is found beside it: made absolute in place, in the
+    parsed mapping, so that it is found from anywhere (a sweep's worker)."""
     timing = data.get("timing") if isinstance(data.get("timing"), dict) else {}
     cluster = data.get("cluster") if isinstance(data.get("cluster"), dict) else {}
     groups = cluster.get("groups") if isinstance(cluster.get("groups"), list) else []
@@ -560,8 +569,7 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
                         *((g.get("compute"), "empirical") for g in groups if isinstance(g, dict))]:
         if isinstance(holder, dict) and isinstance(holder.get(key), str) \
                 and not Path(holder[key]).is_absolute():
-            holder[key] = str((path.parent / holder[key]).resolve())
-    return scenario_from_dict(data, overrides, source=source)
+            holder[key] = str((Path(folder) / holder[key]).resolve())
 
 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,

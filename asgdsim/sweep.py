@@ -17,6 +17,7 @@ another sweep is refused rather than overwritten. ``results.parquet`` and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -33,11 +34,11 @@ import pandas as pd
 from . import budget, safeyaml
 from .atomic import atomic_text, atomic_write
 from .errors import ScenarioError
-from .scenario import apply_overrides, load_scenario, scenario_from_dict
+from .scenario import apply_overrides, load_scenario, resolve_paths, scenario_from_dict
 from .simulation import simulate
 
-__all__ = ["Point", "SweepError", "check_points", "grid_points", "point_seed", "run_point",
-           "run_on_dask", "sweep", "flatten", "raw_scenario"]
+__all__ = ["Point", "SweepError", "check_points", "grid_points", "point_scenario", "point_seed",
+           "run_point", "run_on_dask", "sweep", "flatten", "naming", "raw_scenario"]
 
 FIGURES = ("epoch_time_s", "throughput_samples_per_s")
 STATISTICS = ("mean", "p95")
@@ -97,9 +98,20 @@ def flatten(summary: dict) -> dict:
     return row
 
 
-def run_point(raw: dict, source: str, point: Point) -> dict:
+#: how a point's overrides change the raw scenario: (raw, overrides, source) -> raw
+Apply = Callable[[dict, dict[str, Any], str], dict]
+
+
+def point_scenario(raw: dict, source: str, point: Point, apply: Apply = apply_overrides):
+    """One point's scenario: its overrides set on the raw scenario by
+    ``apply`` (``--set``'s apply_overrides; the planner's also leaves out
+    the groups of a mixed cluster it books no node of)."""
+    return scenario_from_dict(apply(raw, point.overrides, source), source=source)
+
+
+def run_point(raw: dict, source: str, point: Point, apply: Apply = apply_overrides) -> dict:
     """Simulate one point (runs on a worker); return its result row."""
-    scenario = scenario_from_dict(raw, point.overrides, source=source)
+    scenario = point_scenario(raw, source, point, apply)
     seed = point_seed(scenario.seed, point)
     result = simulate(scenario, seed=seed)
     return {**point.overrides, "replication": point.replication, "seed": seed,
@@ -108,17 +120,25 @@ def run_point(raw: dict, source: str, point: Point) -> dict:
 
 def check_points(raw: dict, source: str, points: Iterable[Point], what: str = "grid point",
                  max_events: float = budget.DEFAULT_MAX_EVENTS,
-                 max_memory: float = budget.DEFAULT_MAX_MEMORY) -> None:
+                 max_memory: float = budget.DEFAULT_MAX_MEMORY,
+                 apply: Apply = apply_overrides) -> None:
     """Estimate every point's run (budget.py) before any starts, and refuse
     the first over the limits, named: a sweep must not run for minutes and
     then find its last point too big."""
     for point in points:
-        scenario = scenario_from_dict(raw, point.overrides, source=source)
-        try:
+        scenario = point_scenario(raw, source, point, apply)
+        with naming(source, point, what):
             budget.check(scenario, source, max_events, max_memory)
-        except ScenarioError as exc:
-            raise ScenarioError(source, [(key, f"{what} {point.label}: {message}")
-                                         for key, message in exc.problems]) from None
+
+
+@contextlib.contextmanager
+def naming(source: str, point: Point, what: str = "grid point"):
+    """A scenario error inside says which point it is about."""
+    try:
+        yield
+    except ScenarioError as exc:
+        raise ScenarioError(source, [(key, f"{what} {point.label}: {message}")
+                                     for key, message in exc.problems]) from None
 
 
 def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
@@ -126,10 +146,7 @@ def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
     load_scenario(scenario)           # refuses a bad file with its own message
     data = safeyaml.load(Path(scenario).read_text(encoding="utf-8"))
     data.setdefault("name", Path(scenario).stem)
-    timing = data.get("timing")
-    if isinstance(timing, dict) and isinstance(timing.get("kernel_table"), str):
-        # as load_scenario does: a table is found beside the scenario file
-        timing["kernel_table"] = str((Path(scenario).parent / timing["kernel_table"]).resolve())
+    resolve_paths(data, Path(scenario).parent)     # as load_scenario finds them
     return data, str(scenario)
 
 
@@ -205,10 +222,13 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
 
 def run_on_dask(raw: dict, source: str, points: list[Point],
                 finished: Callable[[Point, dict | None, BaseException | None], Iterable[Point] | None],
-                *, workers: int = 1, scheduler: str | None = None) -> None:
+                *, workers: int = 1, scheduler: str | None = None,
+                apply: Apply = apply_overrides) -> None:
     """Simulate ``points`` on Dask, calling ``finished`` as each one ends;
     the points ``finished`` returns, if any, are simulated next (the planner
-    confirms candidates until enough agree)."""
+    confirms candidates until enough agree). ``apply`` sets a point's
+    overrides (point_scenario); it travels to the workers, so it is a
+    module-level function."""
     from dask.distributed import Client, LocalCluster, as_completed
 
     if not points:
@@ -221,7 +241,7 @@ def run_on_dask(raw: dict, source: str, points: list[Point],
                                                   silence_logs=logging.ERROR)
     client = Client(scheduler or cluster)
     try:
-        submit = lambda p: client.submit(run_point, raw, source, p, pure=False)  # noqa: E731
+        submit = lambda p: client.submit(run_point, raw, source, p, apply, pure=False)  # noqa: E731
         futures = {submit(p): p for p in points}
         running = as_completed(list(futures))
         for future in running:

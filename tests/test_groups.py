@@ -8,7 +8,7 @@ to its plain cluster bit for bit, the exact laws (async's per-learner
 geometric staleness, SPRINT's Poisson cycles and pipelined staleness) with
 different shapes, the put-together closed form against the simulator for
 five kinds within the agreement suite's bounds, node failures of each
-shape, --set by a group's index, plan's refusal, and mutated groups."""
+shape, --set by a group's index, and mutated groups."""
 
 import copy
 import json
@@ -402,9 +402,9 @@ def test_closed_form_agrees_on_mixed_shapes(name, p100_law):
                                                                         "_bound"))}
 
 
-def test_a_groups_key_is_set_by_its_index_and_plan_refuses_groups(tmp_path, capsys):
-    # --set and --grid reach into the list of groups; plan's search has one
-    # count of nodes and one of GPUs per node, so it refuses a mixed cluster
+def test_a_groups_key_is_set_by_its_index(tmp_path, capsys):
+    # --set and --grid reach into the list of groups (plan books them by
+    # index too: tests/test_plan.py)
     path = tmp_path / "mixed.yaml"
     path.write_text(yaml.safe_dump({
         "name": "mixed", "workload": {"model": "resnet18", "dataset_samples": 2000,
@@ -417,11 +417,6 @@ def test_a_groups_key_is_set_by_its_index_and_plan_refuses_groups(tmp_path, caps
     assert main(["predict", str(path), "--set", "cluster.groups.2.nodes=1"]) == 2
     assert "cluster.groups.2.nodes: cannot set: cluster.groups has 2 entries" in \
         capsys.readouterr().err
-    assert main(["plan", str(path), "--target-minibatch", "256", "--out",
-                 str(tmp_path / "plan")]) == 2
-    err = capsys.readouterr().err
-    assert f"{path}: cluster.groups: plan searches one count of nodes" in err
-    assert "a count per group" in err and not (tmp_path / "plan").exists()
 
 
 GROUP_KEYS = ["nodes", "gpus_per_node", "gpu", "machine", "compute", "compute.mean", "host_link",

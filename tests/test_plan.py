@@ -1,14 +1,18 @@
-"""The planner: closed-form ranking, confirmation by simulation, plan.csv."""
+"""The planner: closed-form ranking, confirmation by simulation, plan.csv;
+mixed clusters booked group by group (a group left out where it slows the
+rest), memory asked of every booked group's GPU, max_gpus, refusals."""
 
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from asgdsim import load_scenario, predict
 from asgdsim.cli import main
-from asgdsim.plan import COLUMNS, plan
+from asgdsim.plan import COLUMNS, SUB_BATCHES, plan
+from asgdsim.scenario import scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -132,3 +136,176 @@ def test_a_candidate_over_the_budget_is_refused_before_any_simulation(tmp_path, 
     assert (f"candidate cluster.nodes={first['nodes']}, cluster.gpus_per_node="
             f"{first['gpus_per_node']}, workload.sub_batch={first['sub_batch']}: ") in err
     assert "more than --max-events 100" in err and not (tmp_path / "p" / "plan.csv").exists()
+
+
+# --- mixed clusters (cluster.groups): the plan books nodes of each group ---
+
+GROUPS = ["cluster.groups.0.nodes", "cluster.groups.1.nodes"]
+
+
+def _mixed(tmp_path, name, groups, algorithm, workload=None, timing=None):
+    """A mixed scenario file: ``groups`` as written, ResNet-50 on a small
+    dataset (a simulation takes a fraction of a second)."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "seed": 5,
+        "workload": {"model": "resnet50", "dataset_samples": 10240, "sub_batch": 32,
+                     **(workload or {})},
+        "cluster": {"groups": groups}, "algorithm": algorithm,
+        "timing": timing or {"compute": "table", "communication": "ideal"}}))
+    return path
+
+
+def test_a_mixed_plan_books_each_group_and_confirms_its_first_row(tmp_path, capsys):
+    # two KFC/DL nodes of K80 dies (8 a node, steps of 1.2 s) and two of
+    # P100s (the same node, steps of 0.4 s) under SPRINT with a fixed cycle:
+    # the mini-batch is the gradients of one 370 ms cycle
+    path = _mixed(tmp_path, "mixed-sprint", [
+        {"nodes": 2, "machine": "tsubame-kfc-dl",
+         "compute": {"distribution": "exponential", "mean": "1.2 s"}},
+        {"nodes": 2, "gpu": "P100", "compute": {"distribution": "exponential", "mean": "0.4 s"}}],
+        {"kind": "sprint"}, {"dataset_samples": 20000},
+        {"communication": "ideal", "update_interval": "370 ms"})
+    out = tmp_path / "plan"
+    assert main(["plan", str(path), "--target-minibatch", "256", "--tolerance", "0.2",
+                 "--max-gpus", "16", "--confirm", "1", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "plan.csv")
+    assert list(table.columns) == COLUMNS + GROUPS and (out / "plan.png").stat().st_size > 0
+    # each group: none, a power of two or all of its nodes; at least one node in all
+    assert set(table[GROUPS[0]]) == set(table[GROUPS[1]]) == {0, 1, 2}
+    assert (table["nodes"] == table[GROUPS].sum(axis=1)).all() and (table["nodes"] > 0).all()
+    # both nodes hold 8 GPUs: the cap is what every booked node uses
+    assert ((table["nodes"] * table["gpus_per_node"]) <= 16).all()
+    assert len(table.drop_duplicates(GROUPS + ["gpus_per_node", "sub_batch"])) == len(table)
+    # the first row is feasible by its own simulation
+    best = table.iloc[0]
+    assert best["feasible"] and best["simulated_epoch_time_s"] > 0
+    assert abs(best["simulated_minibatch_mean"] - 256) <= 0.2 * 256
+    printed = capsys.readouterr().out
+    assert "1 confirmed by simulation (1 simulated, 0 refuted)" in printed
+    assert "K80 nodes P100 nodes GPUs/node idle GPUs" in printed
+    booked = " + ".join(f"{n} {gpu} node{'s' * (n != 1)} x {best['gpus_per_node']}"
+                        for n, gpu in zip(map(int, best[GROUPS]), ("K80", "P100")) if n)
+    assert f"choice: {booked} GPUs, sub-batch {best['sub_batch']}" in printed
+
+
+def test_leaving_the_slow_group_out_is_the_plan_when_it_is_faster(tmp_path):
+    # sync: every round waits for its slowest learner. Two KFC/DL nodes of
+    # K80 dies beside two nodes of 4 P100s, for a mini-batch of 256: the 8
+    # P100s at sub-batch 32 make it alone; any K80 in the round sets its pace
+    groups = [{"nodes": 2, "machine": "tsubame-kfc-dl"},
+              {"nodes": 2, "gpus_per_node": 4, "gpu": "P100"}]
+    path = _mixed(tmp_path, "mixed-sync", groups, {"kind": "sync"})
+    result = plan(path, 256, max_gpus=16, confirm=1)
+    t = result.table
+    best = t.iloc[0]
+    assert (best[GROUPS] == [0, 2]).all() and best["gpus_per_node"] == 4
+    assert best["sub_batch"] == 32 and best["feasible"]
+    assert best["simulated_minibatch_mean"] == 256          # sync: 8 learners x 32, every round
+    assert result.describe(best) == "2 P100 nodes x 4 GPUs, sub-batch 32"
+    # the figures are the closed form's of the candidates written out by hand:
+    # the P100 nodes alone, and the fastest feasible one that books K80s
+    alone = _mixed(tmp_path, "p100-alone", [{**groups[1], "network": "ib-fdr"}], {"kind": "sync"})
+    assert predict(load_scenario(alone)).epoch_time_s == best["predicted_epoch_time_s"]
+    with_k80 = t[t["feasible"] & (t[GROUPS[0]] > 0)].iloc[0]
+    written = _mixed(tmp_path, "with-k80", [
+        {**groups[0], "nodes": int(with_k80[GROUPS[0]]), "gpus_per_node":
+         min(8, int(with_k80["gpus_per_node"]))},
+        {**groups[1], "nodes": int(with_k80[GROUPS[1]]), "gpus_per_node":
+         min(4, int(with_k80["gpus_per_node"]))}][:2 if with_k80[GROUPS[1]] else 1],
+        {"kind": "sync"}, {"sub_batch": int(with_k80["sub_batch"])})
+    slower = predict(load_scenario(written)).epoch_time_s
+    assert slower == with_k80["predicted_epoch_time_s"]
+    # the README's figures
+    assert round(best["predicted_epoch_time_s"], 1) == 6.5 and round(slower, 1) == 10.3
+    assert result.describe(with_k80) == "1 K80 node x 8 + 2 P100 nodes x 4 GPUs, sub-batch 16"
+
+
+def test_memory_must_fit_on_every_booked_groups_gpu_within_max_gpus():
+    # VGG-16 at sub-batch 256 needs 17.6 GB: not on a 12 GB K80 die, on an
+    # 80 GB A100 yes; a candidate that books any K80 node at 256 is refused
+    from asgdsim.memory import footprint
+
+    scenario = ROOT.parent / "tests" / "hostile" / "scenarios" / "groups-ok.yaml"
+    overrides = {"workload.model": "vgg16", "cluster.groups.1.gpu": "A100",
+                 "algorithm": {"kind": "sync"}}
+    result = plan(scenario, 512, max_gpus=12, confirm=0, overrides=overrides)
+    t = result.table
+    model = load_scenario(ROOT / "ideal-sprint-poisson.yaml").workload.model
+    fits = {gpu: {b: footprint(model.parameters, model.input_shape, model.graph, b, memory).fits
+                  for b in SUB_BATCHES}
+            for gpu, memory in (("K80", 12e9), ("A100", 80e9))}
+    expected = [(k80 == 0 or fits["K80"][b]) and (a100 == 0 or fits["A100"][b])
+                for k80, a100, b in zip(t[GROUPS[0]], t[GROUPS[1]], t["sub_batch"])]
+    assert list(t["fits_memory"]) == expected
+    at_256 = t[t["sub_batch"] == 256]
+    assert at_256.loc[at_256[GROUPS[0]] == 0, "fits_memory"].all()
+    assert not at_256.loc[at_256[GROUPS[0]] > 0, "fits_memory"].any()
+    assert t.loc[~t["fits_memory"], "predicted_epoch_time_s"].isna().all()
+    # max_gpus bounds the GPUs used (a group's nodes use at most its 8 or 4)
+    used = t[GROUPS[0]] * t["gpus_per_node"].clip(upper=8) + \
+        t[GROUPS[1]] * t["gpus_per_node"].clip(upper=4)
+    assert used.max() == 12 and (used <= 12).all()
+    assert not ((t[GROUPS[0]] == 2) & (t[GROUPS[1]] == 1) & (t["gpus_per_node"] >= 5)).any()
+    # every booked node's GPUs are paid for, the idle ones too
+    ok = t[t["fits_memory"]]
+    assert np.allclose(ok["gpu_hours_per_epoch"], (ok[GROUPS[0]] * 8 + ok[GROUPS[1]] * 4)
+                       * ok["predicted_epoch_time_s"] / 3600)
+
+
+def test_a_group_left_out_leaves_the_others_nodes_as_they_were():
+    # the P100 group takes its network, host memory and disk from the first
+    # group's machine: without the K80 group it keeps them (and, left to
+    # itself, it would name no network at all)
+    from asgdsim.plan import candidate_raw
+    from asgdsim.sweep import raw_scenario
+
+    raw, source = raw_scenario(ROOT / "mixed-k80-p100-async.yaml")
+    whole = load_scenario(ROOT / "mixed-k80-p100-async.yaml").cluster.groups[1]
+    only = scenario_from_dict(candidate_raw(raw, {"cluster.groups.0.nodes": 0,
+                                                  "cluster.groups.1.nodes": 1}, source))
+    assert len(only.cluster.groups) == 1 and only.cluster.nodes == 1
+    assert only.cluster.groups[0].model_copy(update={"nodes": 2}) == whole
+
+
+def test_mixed_plan_refusals_name_the_file_and_key(tmp_path, capsys):
+    # a candidate over the budget is named by its groups' keys
+    path = _mixed(tmp_path, "mixed", [{"nodes": 2, "machine": "tsubame-kfc-dl"},
+                                      {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}],
+                  {"kind": "async"})
+    assert main(["plan", str(path), "--target-minibatch", "32", "--max-gpus", "4",
+                 "--max-events", "100", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: stop.epochs: candidate cluster.groups.0.nodes=0, cluster.groups.1.nodes=1, " \
+           "cluster.groups.1.gpus_per_node=4, workload.sub_batch=32: " in err
+    assert "Traceback" not in err and not (tmp_path / "p").exists()
+    # too many combinations of the groups' node counts to rank
+    many = _mixed(tmp_path, "many", [{"nodes": 64, "gpu": g, "gpus_per_node": 4,
+                                      "network": "ib-edr"} for g in ("K80", "P100", "V100", "A100")],
+                  {"kind": "async"})
+    assert main(["plan", str(many), "--target-minibatch", "32", "--out", str(tmp_path / "q")]) == 2
+    err = capsys.readouterr().err
+    assert f"{many}: cluster.groups: plan books 0, a power of two or all of each group's nodes: " \
+           "8 x 8 x 8 x 8 = 4,096 combinations" in err and "Traceback" not in err
+
+
+def test_a_learner_of_several_gpus_is_planned_on_whole_learners():
+    # GPUs per node in steps of the GPUs a learner spans; the memory a GPU
+    # needs is its share of the sub-batch (256 over 2 K80 dies fits)
+    t = plan(SCENARIO, 512, max_gpus=16, confirm=0,
+             overrides={"cluster.gpus_per_learner": 2}).table
+    assert set(t["gpus_per_node"]) == {2, 4, 6, 8}
+    assert t.loc[t["sub_batch"] == 256, "fits_memory"].all()
+
+
+def test_a_groups_measured_steps_are_found_beside_the_scenario(tmp_path):
+    # the plan (and a sweep) read the file as written and hand it on: a
+    # group's empirical steps, named relative to the file, are found from
+    # anywhere, as load_scenario finds them
+    (tmp_path / "steps.csv").write_text(
+        (ROOT.parent / "tests" / "hostile" / "tables" / "twenty-steps.csv").read_text())
+    path = _mixed(tmp_path, "measured", [
+        {"nodes": 1, "machine": "tsubame-kfc-dl", "compute": {"empirical": "steps.csv"}},
+        {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}], {"kind": "async"})
+    t = plan(path, 32, max_gpus=4, confirm=0).table
+    assert t["feasible"].any() and (t[GROUPS[0]] > 0).any()

@@ -365,6 +365,22 @@ def _random_contention(util: dict[str, float], law: Law, overhead_s: float) -> s
     return None
 
 
+def _reshuffled(util: dict[str, float], law: Law, spacing_s: float) -> str | None:
+    """The skeleton's schedule spaces the learners' turns at the busiest
+    shared resource ``spacing_s`` apart; a step whose noise is wider than
+    that reshuffles their order every step, and where the resource is busy
+    they queue in random turns that neither the schedule nor mean-value
+    analysis (whose arrivals are only as random as a learner's cycle) holds."""
+    if not util:
+        return None
+    busiest = max(util, key=util.get)
+    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and law.std > spacing_s:
+        return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy and a step's noise "
+                f"({law.std:.3g} s) is wider than the learners' turns at it ({spacing_s:.3g} s "
+                "apart): they queue in random turns, which the schedule does not hold")
+    return None
+
+
 #: a node port this busy, held together with a shard's: outside the assumptions
 COUPLED_UTILISATION = 0.25
 
@@ -452,6 +468,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         times = _extend(applies, steps, period_of(applies))
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
+        laws.update(_outside(_reshuffled(util, law, per_gradient)))
     t_last = arrival
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)

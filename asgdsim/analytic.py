@@ -897,6 +897,8 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         # or at the server's leaf's down-link, where a fat tree's is slower
         message = max(message, topo.message_s(loop, "server_port_in"))
     to_push = loop.after[:-1] if push is not None else loop.after
+    # a learner's last part for a colocated shard of its own node stays inside it
+    remote = np.array([push is not None and topo.holds(push, i) is not None for i in range(p)])
     before = [_resolved(topo, loop.before, i) for i in range(p)]
     early = 0.0      # local SGD: the round's steps before the last, walked at their mean
     if period > 1:
@@ -908,7 +910,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     reply = [_resolved(topo, loop.reply, i) for i in range(p)]
     tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
         else [[] for _ in range(p)]
-    after_s = 0.0 if law.is_constant else sum(st.duration_s for st in to_push)
+    # (what stays inside the node, a part for a colocated shard of its own, takes no time)
+    after_s = 0.0 if law.is_constant else np.array(
+        [sum(duration for _, duration in _resolved(topo, to_push, i)) for i in range(p)])
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
         ready = np.zeros(p)
@@ -918,14 +922,16 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
             ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
                             for row in ends]
         if law.is_constant:
-            arrive = ready
+            # FIFO at the server's port, ties in the order the learners asked
+            rank = np.lexsort((np.argsort(order), ready))
+            queue = ready[rank][:k]
         else:
-            arrive = _expected_order_statistics(ready - early + after_s, law)
-        # FIFO at the server's port, ties in the order the learners asked
-        rank = np.lexsort((np.argsort(order), arrive)) if law.is_constant else np.argsort(ready)
-        queue = np.sort(arrive)[:k]
-        done = float(np.max(queue + (k - np.arange(k)) * message)) if message else float(queue[-1])
-        return done + update_s, rank
+            # the order statistics in the order the learners were ready
+            rank = np.argsort(ready)
+            queue = _expected_order_statistics(ready - early + after_s, law)[:k]
+        # the port done at max over j of (j-th arrival + the messages from j on)
+        left = np.cumsum((message * remote[rank][:k])[::-1])[::-1]
+        return float(np.max(queue + left)) + update_s, rank
 
     return (*_settled(one_round, before, reply), exact)
 
@@ -959,7 +965,8 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
     message, before, reply, tail, shift = np.zeros(p), [], [], [], np.zeros(p)
     for i, (loop, law) in enumerate(zip(mine, laws)):
         push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
-        message[i] = push.duration_s if push is not None else 0.0
+        # (a part for a colocated shard of the learner's own node stays inside it)
+        message[i] = push.duration_s if push is not None and topo.holds(push, i) else 0.0
         to_push = loop.after[:-1] if push is not None else loop.after
         walk = _resolved(topo, loop.before, i)
         if period > 1:
@@ -971,7 +978,7 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         else:
             tail.append([])
             # the earlier steps are walked at their mean; their sum is one draw
-            shift[i] = sum(st.duration_s for st in to_push) - (period - 1) * law.mean
+            shift[i] = sum(d for _, d in _resolved(topo, to_push, i)) - (period - 1) * law.mean
     drawn = laws if fixed else [law.sum_of(period) for law in laws]
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:

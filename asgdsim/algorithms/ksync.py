@@ -20,7 +20,9 @@ time, then the update. With ideal communication:
   (P(N_1(t) >= j) = F_j(t), the law of j steps summed).
 
 With modelled communication a round is walked as ``sync``'s is (pulls,
-reads, then the first K arrivals queued at the server's port). A pull
+reads, then the first K arrivals queued at the server's port); K-sync's
+cancelled learners pull and read each round too, so what a node's learners
+hold of its busiest resource (its disk) is a bound on the round. A pull
 serves the weights the server holds when its transfer starts; one under way
 when a round closes is done again. Where the server's port cannot send every
 learner the weights within a round it is never idle, and a round's first
@@ -142,6 +144,15 @@ def predict(scenario, costs):
         first, steady, _ = _sync_rounds(topo, loop_, law, update_s, 1, k)
         epoch_law = ("approximation: the round's schedule with each learner's arrival at its "
                      "expected order statistic, the first K queued at the server's port")
+        # every learner pulls and reads each round, the cancelled too (a read
+        # under way when the round closes runs to its end, into the next): a
+        # node's resource that all its learners' pulls and reads hold (its
+        # disk, a shared host link) is a bound on the round
+        turn = _busiest_turn(topo, loop_.reply + loop_.before)
+        if turn > steady:
+            steady = turn
+            epoch_law += ("; every learner's pull and read through its node's busiest resource "
+                          "each round, slower")
     if not _ideal(scenario):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the

@@ -696,7 +696,11 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     t_last = updates * per_update + message * (1.0 - c2_message) / 2.0
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
     fixed = None
-    first_only = None
+    # the start's and stop's share of the staleness is a first-order
+    # correction in M / U: a run of fewer than two messages a learner is all start
+    first_only = None if m == 1 or updates >= 2 * m else (
+        f"{OUTSIDE}: the run ends before every learner has pushed twice ({updates} messages "
+        f"of {m} learners), and the closed form has no staleness law for a run that is all start")
     if _ideal(sc) and m == 1:
         t_last = updates * message
     elif _ideal(sc) and updates <= m and not law.is_constant:
@@ -705,9 +709,6 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         t_last, exact = kth_event_mean(law.sum_of(n_push), m, int(updates))
         epoch_law = ("exact: " if exact else "approximation: ") + \
             "the U-th message of M renewal processes of n_push steps started together"
-        first_only = (f"{OUTSIDE}: the run ends about when every learner has pushed once "
-                      f"({updates} messages of {m} learners), and the closed form has no "
-                      "staleness law for a run that is all start")
     elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the in-phase start's bursts and the
         # stagger they settle into, each message moved by its steps' noise

@@ -114,4 +114,4 @@ def test_a_run_of_a_message_a_learner_ends_at_the_uth_event():
     exact = np.trapezoid(total[:, :6].sum(axis=1), grid)   # the integral of P(N(t) < 6)
     assert abs(ends.mean() - exact) <= 4 * ends.std(ddof=1) / math.sqrt(len(ends))
     assert pred.epoch_time_s * 6 * 4 * 32 / 64_000 == pytest.approx(exact, rel=1e-4)
-    assert "pushed once" in pred.laws["assumptions"]
+    assert "pushed twice" in pred.laws["assumptions"]

@@ -185,13 +185,45 @@ def _point(mixed: bool, cap: int, booking: tuple[int, ...], shapes: tuple[Shape,
 def candidate_raw(raw: dict, overrides: dict, source: str) -> dict:
     """The raw scenario of one candidate: its overrides set as ``--set``
     sets them, then the groups it books no node of
-    (``cluster.groups.<i>.nodes`` 0) left out (groups.leave_out)."""
+    (``cluster.groups.<i>.nodes`` 0) left out (groups.leave_out), and the
+    persistently slow learners it still has (slow_learners_kept)."""
     data = apply_overrides(raw, overrides, source)
     out = [int(m.group(1)) for key, value in overrides.items()
            if (m := _GROUP_NODES.fullmatch(key)) and value == 0]
     if out:
         data["cluster"] = leave_out(data["cluster"], out)
+    slow = (data.get("faults") or {}).get("slow_learners")
+    if isinstance(slow, dict) and isinstance(slow.get("learners"), list):
+        kept = _slow_learners_kept(raw, data, out, slow["learners"], source)
+        data["faults"] = {**data["faults"], "slow_learners": {**slow, "learners": kept}}
+        if not kept:
+            del data["faults"]["slow_learners"]
     return data
+
+
+def _slow_learners_kept(raw: dict, data: dict, left_out: list[int], listed: list,
+                        source: str) -> list[int]:
+    """The listed slow learners (numbered group by group, node by node, in
+    the user's cluster) that a candidate books, numbered in its own cluster:
+    a learner keeps its group and its place in it, and is gone where its
+    group is left out or the candidate books fewer of the group's learners."""
+    def per_group(d: dict) -> tuple[int, ...]:
+        bare = {**d, "faults": {k: v for k, v in d["faults"].items() if k != "slow_learners"}}
+        return scenario_from_dict(bare, source=source).cluster.group_learners
+    before, after = per_group(raw), list(per_group(data))
+    kept_groups = [g for g in range(len(before)) if g not in left_out]
+    out = []
+    for index in listed:
+        if not isinstance(index, int) or index < 0:
+            return listed        # the scenario's own check says what is wrong
+        group, offset = 0, index
+        while group < len(before) and offset >= before[group]:
+            offset, group = offset - before[group], group + 1
+        if group in kept_groups:
+            position = kept_groups.index(group)
+            if offset < after[position]:
+                out.append(sum(after[:position]) + offset)
+    return sorted(set(out))
 
 
 def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: int = 1024,

@@ -309,3 +309,35 @@ def test_a_groups_measured_steps_are_found_beside_the_scenario(tmp_path):
         {"nodes": 1, "gpus_per_node": 4, "gpu": "P100"}], {"kind": "async"})
     t = plan(path, 32, max_gpus=4, confirm=0).table
     assert t["feasible"].any() and (t[GROUPS[0]] > 0).any()
+
+
+def test_slow_learners_are_those_a_candidate_books():
+    """faults.slow_learners numbers the user's learners; a candidate keeps
+    those it books (a learner keeps its group and its place in it) and
+    loses the others, so plan ranks a slow-learner scenario's candidates of
+    fewer learners instead of refusing them."""
+    from asgdsim.plan import candidate_raw
+
+    mixed = {"name": "m", "algorithm": {"kind": "async"},
+             "cluster": {"groups": [{"machine": "tsubame-kfc-dl", "nodes": 2},
+                                    {"gpu": "P100", "nodes": 2, "gpus_per_node": 4}]},
+             "timing": {"communication": "ideal"},
+             "faults": {"slow_learners": {"learners": [1, 9, 16, 21], "slowdown": 2}},
+             "workload": {"model": "alexnet", "sub_batch": 32, "dataset_samples": 6400},
+             "stop": {"gradients": 100}}
+    # the K80 group's 16 learners (2 nodes of 8), then the P100 group's 8
+    scenario_from_dict(mixed)
+    # the K80s left out: the P100 group's learners 0 and 5 (user's 16 and 21)
+    out = candidate_raw(mixed, {"cluster.groups.0.nodes": 0}, "m")
+    assert out["faults"]["slow_learners"]["learners"] == [0, 5]
+    # one K80 node of 4 and one P100 node: learners 1 (K80) and 4 (P100 learner 0)
+    out = candidate_raw(mixed, {"cluster.groups.0.nodes": 1, "cluster.groups.0.gpus_per_node": 4,
+                                "cluster.groups.1.nodes": 1}, "m")
+    assert out["faults"]["slow_learners"]["learners"] == [1, 4]
+    assert scenario_from_dict(out).cluster.learners == 8
+    # none booked: the fault is gone, not refused
+    out = candidate_raw(mixed, {"cluster.groups.0.nodes": 1, "cluster.groups.0.gpus_per_node": 1,
+                                "cluster.groups.1.nodes": 0}, "m")
+    assert "slow_learners" not in out["faults"]
+    result = plan(ROOT / "ideal-async-slow-learners.yaml", 64, confirm=1, max_gpus=16)
+    assert result.best is not None and result.table["fits_memory"].any()

@@ -102,12 +102,17 @@ def predict(scenario, costs):
     step = law.mean + (0.0 if _ideal(scenario) else loop_.overhead_s)
     lockstep = step / (L // k)
     poisson = max(step * _harmonic_gap(L, k), k * base.t_update_s)
-    per_update = lockstep if fixed else poisson
     outside = None
     # stragglers knock one learner at a time off a steady schedule; the rest
     # keep it, so what counts is how steady the steps are apart from them
     steady_cv = law.base.cv if isinstance(law, Straggling) else law.cv
-    if not fixed and steady_cv < STEADY_CV and abs(poisson / lockstep - 1) > 0.05:
+    # steady steps keep the fixed-step schedule for about 1 / (4 cv^2) steps:
+    # a run well within that (a quarter) is the schedule's, as fixed steps are
+    steps = (n if n != math.inf else run.updates * k if run.updates else run.time_s / lockstep * k) / L
+    near_fixed = (_ideal(scenario) and not fixed and not isinstance(law, Straggling)
+                  and steady_cv > 0 and steps <= 1.0 / (16.0 * steady_cv ** 2))
+    per_update = lockstep if fixed or near_fixed else poisson
+    if not (fixed or near_fixed) and steady_cv < STEADY_CV and abs(poisson / lockstep - 1) > 0.05:
         outside = (f"{OUTSIDE}: steps this steady (cv {steady_cv:.2g}"
                    f"{' apart from stragglers' if steady_cv != law.cv else ''}) keep the learners near "
                    f"the fixed-step schedule ({lockstep:.3g} s an update) for about "
@@ -120,14 +125,17 @@ def predict(scenario, costs):
         by_time = math.floor(run.time_s / per_update)
         updates = by_time if updates is None else min(updates, by_time)
     updates = max(updates, 1)
-    if fixed:
-        t_last = law.mean * math.ceil(updates / (L // k))
+    if fixed or near_fixed:
+        t_last = step * math.ceil(updates / (L // k))
         staleness = _fixed_staleness(L, k, updates)
     else:
         t_last = updates * per_update
         staleness = _truncated_geometric(k / L, updates)
     how = ("fixed steps: b = floor(L / K) updates a step, their schedule" if fixed
-           else "m (H_L - H_{L-K}) per update")
+           else f"the fixed-step schedule at the mean step (b = floor(L / K) updates a step): "
+                f"the run's {steps:.3g} steps a learner are within a quarter of the "
+                f"1 / (4 cv^2) = {1 / (4 * steady_cv ** 2):.3g} its steps take to drift out of it"
+           if near_fixed else "m (H_L - H_{L-K}) per update")
     return replace(
         base, t_update_s=per_update, bound="first K learners",
         epoch_time_s=run.epoch_time(t_last, updates * k),
@@ -138,7 +146,7 @@ def predict(scenario, costs):
                  + ("" if _ideal(scenario) else
                     " and its stages, or async's pace at the server if slower")),
               "staleness": ("exact: " if exact else "approximation: ")
-              + ("the schedule's" if fixed
+              + ("the schedule's" if fixed or near_fixed
                  else "geometric, p = K / L, truncated at the updates before"),
               "minibatch": "exact: K gradients per update",
               **_outside(base.outside_assumptions, outside)},

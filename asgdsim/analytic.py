@@ -859,7 +859,9 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
               f"exact: P x {period} gradients per averaging",
               **_outside(None if topo.servers == 1 or _ideal(sc) else
                          f"{OUTSIDE}: each learner's message passes {topo.servers} shards' ports "
-                         "in turn, and the round's order statistics see only the last")},
+                         "in turn, each with its node's port at once (cut-through): a transfer "
+                         "that waits for one holds the other, which the round's walked schedule "
+                         "(each resource first come, first served) does not")},
         gradients=rounds * per_round, updates=rounds)
 
 
@@ -880,9 +882,11 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     disk as the stagger allows. The gradients queue at the server's port in
     the order they arrive, so the port is done at max over j of (j-th arrival
     + (P - j + 1) messages). With fixed steps the walk includes the compute
-    and is exact; with random steps each learner's arrival is its ready time
-    plus a step, taken at its expected order statistic (Blom's positions on
-    the mixture of the learners' arrival laws, the exact E[max] for the last).
+    and is exact; with random steps each learner's step ends at its expected
+    order statistic (Blom's positions on the mixture of the learners' arrival
+    laws, the exact E[max] for the last), in the order they were ready, and
+    what follows it (the host link, each part of the gradient through its
+    node's port and its shard's) is walked from there, first come first served.
     """
     p = topo.learners
     k = p if k is None else k
@@ -911,9 +915,9 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     reply = [_resolved(topo, loop.reply, i) for i in range(p)]
     tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
         else [[] for _ in range(p)]
-    # (what stays inside the node, a part for a colocated shard of its own, takes no time)
-    after_s = 0.0 if law.is_constant else np.array(
-        [sum(duration for _, duration in _resolved(topo, to_push, i)) for i in range(p)])
+    # random steps: what follows the step, walked from when it is done (a
+    # part for a colocated shard of the learner's own node stays inside it)
+    pushes = [] if law.is_constant else [_resolved(topo, loop.after, i) for i in range(p)]
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
         ready = np.zeros(p)
@@ -927,9 +931,16 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
             rank = np.lexsort((np.argsort(order), ready))
             queue = ready[rank][:k]
         else:
-            # the order statistics in the order the learners were ready
-            rank = np.argsort(ready)
-            queue = _expected_order_statistics(ready - early + after_s, law)[:k]
+            # each step done at its expected order statistic, in the order the
+            # learners were ready; then every part of its gradient through its
+            # node's port and its shard's, first come first served
+            rank = np.argsort(ready, kind="stable")
+            computed = _expected_order_statistics(ready[rank] - early, law)
+            ends = Skeleton(topo.fabric_share).walk(computed, [pushes[i] for i in rank])
+            pushed = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else t
+                               for row, t in zip(ends, computed)]) if ends.size else computed
+            # the round closes at the K-th gradient in; the next pulls in that order
+            return float(np.sort(pushed)[k - 1]) + update_s, rank[np.argsort(pushed, kind="stable")]
         # the port done at max over j of (j-th arrival + the messages from j on)
         left = np.cumsum((message * remote[rank][:k])[::-1])[::-1]
         return float(np.max(queue + left)) + update_s, rank

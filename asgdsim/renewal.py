@@ -27,6 +27,12 @@ __all__ = ["EXACT_LEARNERS", "kth_event_mean", "events_staggered"]
 EXACT_LEARNERS = 16_384
 
 
+def sums_needed(learners: int, k: int) -> int:
+    """The most steps of one learner whose sum :func:`kth_event_mean` reads."""
+    rounds = math.ceil(k / learners)
+    return rounds + 8 + int(6 * math.sqrt(rounds))
+
+
 def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     """(E[time of the k-th event of ``learners`` renewal processes of steps
     ~ ``law`` started together at 0], whether exact)."""
@@ -37,7 +43,7 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     # P(N(t) < k) on a grid: each learner's count law from F_j, the L-fold
     # sum by FFT, truncated at k
     rounds = math.ceil(k / learners)
-    most = rounds + 8 + int(6 * math.sqrt(rounds))
+    most = sums_needed(learners, k)
     # the grid at quantiles of one step and of the sums around the k-th
     # event's, so a long tail does not leave the answer between two points
     q = special.expit(np.linspace(-23.0, 23.0, 401))

@@ -41,7 +41,8 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean
+from ..distributions import NUMERIC_SUMS, Law
+from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean, sums_needed
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
 
@@ -87,10 +88,11 @@ def predict(scenario, costs):
         if batch:
             step, exact = kth_event_mean(law, L, k)
             how = "the K-th event of L renewal processes started together"
-            if not exact and law.cv > 0.5 and k > 1:
-                # sums of such steps are taken as gammas of their moments:
-                # 10 to 50 % off against Monte Carlo for lognormal cv >= 1
-                # and straggling exponentials
+            numeric = isinstance(law, Law) and sums_needed(L, k) <= NUMERIC_SUMS
+            if not exact and law.cv > 0.5 and k > 1 and not numeric:
+                # sums of such steps taken as gammas of their moments: 10 to
+                # 50 % off against Monte Carlo for lognormal cv >= 1 and
+                # straggling exponentials (a Law's first sums are convolved)
                 outside = (f"{OUTSIDE}: a learner's sums of {law.name} steps (cv {law.cv:.2g}) "
                            f"are taken {law.sums_taken}, too rough a law here")
         else:

@@ -187,14 +187,21 @@ def _barrier_staleness(L: int, rounds: int, last: int, n: int):
     return Pmf.from_probs(int(j[0]), mixed * width, width)
 
 
+#: rounds of the barrier walked with modelled communication
+ROUNDS_WALKED = 64
+
+
 def _modelled_barrier(scenario, costs, base, run, law):
     """s = 0 with modelled communication: the barrier lifts when the last
-    gradient of a step reaches the server. The others have their weights by
-    then and start at once; the last learner starts after the update and
-    its pull. Each reads its sub-batch and computes, and the gradients queue
+    gradient of a step reaches the server. Each learner starts its next step
+    once the barrier is lifted and its own gradient's update is applied and
+    pulled: the server applies the gradients one at a time in the order they
+    reached it, so where it is busy the last learner starts well after the
+    barrier. Each reads its sub-batch and computes, and the gradients queue
     at the server's port in the order they come (each at its expected order
-    statistic); the last one's arrival lifts the next barrier."""
-    from ..analytic import _push_queue, _resolved
+    statistic); the last one's arrival lifts the next barrier. The rounds are
+    walked, and a round is the mean of the later half of them."""
+    from ..analytic import _expected_order_statistics, _resolved
     from ..skeleton import Skeleton
     from ..structure import loop_of, topology_of
 
@@ -203,19 +210,41 @@ def _modelled_barrier(scenario, costs, base, run, law):
     local = sum(st.duration_s for st in loop_.after if st.holds[0] != "server_port_in")
     # each shard's port takes one part of every learner's message
     message = topo.message_s(loop_, "server_port_in")
-    # the reads after the barrier, walked: a node's learners take turns at
-    # its disk and host links
-    starts = np.zeros(L)
-    starts[-1] = costs.server_update_s + sum(st.duration_s for st in loop_.reply)
-    walked = Skeleton().walk(starts, [_resolved(topo, loop_.before, i) for i in range(L)])
-    ready = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else start
-                      for row, start in zip(walked, starts)])
-    per_round = _push_queue(ready, law.plus(local), message, L)
+    pull, update = sum(st.duration_s for st in loop_.reply), costs.server_update_s
+    before = [_resolved(topo, loop_.before, i) for i in range(L)]
+    starts, busy, rounds = np.zeros(L), 0.0, []
+    starts[-1] = update + pull
+    for _ in range(ROUNDS_WALKED):
+        # the reads after the barrier, walked: a node's learners take turns
+        # at its disk and host links
+        walked = Skeleton().walk(starts, before)
+        ready = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else start
+                          for row, start in zip(walked, starts)])
+        rank = np.argsort(ready, kind="stable")
+        arrive = (np.sort(ready + law.mean + local) if law.is_constant
+                  else _expected_order_statistics(ready[rank], law.plus(local)))
+        # the server's port, then its CPU, one gradient after another
+        at_server, applied = np.empty(L), np.empty(L)
+        port, cpu = 0.0, busy
+        for j in range(L):
+            port = max(port, arrive[j]) + message
+            at_server[j] = port
+            cpu = max(cpu, port) + update
+            applied[j] = cpu
+        lifted = at_server[-1]
+        rounds.append(lifted)
+        # the next round, from this barrier: learner rank[j] once it has pulled
+        starts = np.empty(L)
+        starts[rank] = np.maximum(0.0, applied + pull - lifted)
+        busy = max(0.0, applied[-1] - lifted)
+    # the rounds may settle into a cycle (a round that starts together, then
+    # one staggered by the server's applies): the mean of the later half
+    per_round = float(np.mean(rounds[ROUNDS_WALKED // 2:]))
     n = base.gradients
     laws = dict(base.laws)
     laws["epoch_time"] = ("approximation: a barrier each step, lifted by the last gradient's "
-                          "arrival; the round's gradients queued at the server's port at their "
-                          "expected order statistics, the last learner after its update and pull")
+                          "arrival; the round's gradients queued at the server's port and CPU at "
+                          "their expected order statistics, each learner after its update and pull")
     return replace(base, t_gpu_s=per_round, t_update_s=per_round / L,
                    epoch_time_s=run.epoch_time(per_round * n / L, n),
                    steady_throughput_samples_per_s=L * scenario.workload.sub_batch / per_round,

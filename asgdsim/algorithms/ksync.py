@@ -142,6 +142,12 @@ def predict(scenario, costs):
                      "stages, each started after its turn at the server's port for the weights "
                      "(the mean count reaching K - 1/2), or the K pushes through the server's "
                      "port if slower")
+        if stretch > 0 and L * out > steady:
+            outside = (f"{OUTSIDE}: a node's busiest resource paces each learner's steps "
+                       f"({stretch + law.mean + own:.3g} s a step) only where all its learners "
+                       f"step every round, and the server's port sends the weights to about "
+                       f"{steady / out:.3g} of the {L} learners a round: which of them read "
+                       "and step is not modelled")
     else:
         first, steady, _ = _sync_rounds(topo, loop_, law, update_s, 1, k)
         epoch_law = ("approximation: the round's schedule with each learner's arrival at its "

@@ -369,12 +369,13 @@ def _reshuffled(util: dict[str, float], law: Law, spacing_s: float) -> str | Non
     """The skeleton's schedule spaces the learners' turns at the busiest
     shared resource ``spacing_s`` apart; a step whose noise is wider than
     that reshuffles their order every step, and where the resource is busy
-    they queue in random turns that neither the schedule nor mean-value
-    analysis (whose arrivals are only as random as a learner's cycle) holds."""
+    (saturated too: random turns leave it idle at times) they queue in
+    random turns that neither the schedule nor mean-value analysis (whose
+    arrivals are only as random as a learner's cycle) holds."""
     if not util:
         return None
     busiest = max(util, key=util.get)
-    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and law.std > spacing_s:
+    if util[busiest] >= CONTENTION_UTILISATION and law.std > spacing_s:
         return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy and a step's noise "
                 f"({law.std:.3g} s) is wider than the learners' turns at it ({spacing_s:.3g} s "
                 "apart): they queue in random turns, which the schedule does not hold")
@@ -695,7 +696,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     c2_message = c2 / n_push
     t_last = updates * per_update + message * (1.0 - c2_message) / 2.0
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
-    fixed = None
+    fixed = reshuffled = None
     # the start's and stop's share of the staleness is a first-order
     # correction in M / U: a run of fewer than two messages a learner is all start
     first_only = None if m == 1 or updates >= 2 * m else (
@@ -721,6 +722,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
             fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(updates))
         t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), updates)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
+        reshuffled = _reshuffled(util, law, cycle / m)
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
         updates = min(updates, max(1.0, t_last / per_update))
@@ -743,7 +745,8 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
                          "count's variance")
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
-    laws.update(_outside(first_only, _random_contention(util, law, loop.overhead_s + update_s),
+    laws.update(_outside(first_only, reshuffled,
+                         _random_contention(util, law, loop.overhead_s + update_s),
                          _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     gradients = updates * n_push
     return Prediction(

@@ -368,7 +368,8 @@ class Straggling(_Mixed):
     slowdown: float
     shift: float = 0.0
 
-    sums_taken = "as mixtures over how many straggle, each a gamma of its moments"
+    sums_taken = ("as mixtures over how many straggle, each a gamma of its moments (of a "
+                  f"law other than a gamma, numerically up to {NUMERIC_SUMS} steps)")
 
     @property
     def name(self) -> str:
@@ -394,10 +395,14 @@ class Straggling(_Mixed):
         constant where the base law is one, else to the gamma of that
         sum's mean and variance (exact for a gamma base when m is 0 or k).
         One gamma for the whole sum would smear the mixture's modes, which
-        are what a few steps' sum looks like."""
+        are what a few steps' sum looks like. A base law that is neither
+        constant nor a gamma has sums of up to ``NUMERIC_SUMS`` steps
+        convolved numerically (:func:`_convolved`), modes and all."""
         if k == 1:
             return self
         b, f = self.base, self.slowdown
+        if not b.is_constant and not b.sums_exactly and k <= NUMERIC_SUMS:
+            return _convolved(self, k)
         parts = []
         for slow, weight in enumerate(binomial(np.arange(k + 1), k, self.probability).tolist()):
             if weight < 1e-12:

@@ -365,17 +365,43 @@ def _random_contention(util: dict[str, float], law: Law, overhead_s: float) -> s
     return None
 
 
+#: a node resource this busy under steps this random: outside SPRINT's closed form
+NODE_CONTENTION_UTILISATION, NODE_CONTENTION_CV = 0.5, 0.2
+
+
+def _node_contention(util: dict[str, float], law: Law, overhead_s: float) -> str | None:
+    """A node's GPUs are few customers of its resources: under random steps
+    they queue there more than mean-value analysis with arrivals as random
+    as one GPU's cycle says, from half busy on, and a second resource near
+    saturation beside a saturated one leaves the first idle at times."""
+    if not util:
+        return None
+    cv = law.std / (law.mean + overhead_s)
+    busy = sorted(util.items(), key=lambda kv: kv[1], reverse=True)
+    (first, u1), second = busy[0], (busy[1] if len(busy) > 1 else (None, 0.0))
+    if cv < NODE_CONTENTION_CV:
+        return None
+    if u1 >= 0.97 and second[1] >= 0.9:
+        return (f"{OUTSIDE}: {first} and {second[0]} are both near saturation ({u1:.0%}, "
+                f"{second[1]:.0%}) under random steps (cv {cv:.2f}): the GPUs' random turns "
+                "leave the first idle at times, which its bound does not see")
+    if NODE_CONTENTION_UTILISATION <= u1 < 0.97:
+        return (f"{OUTSIDE}: {first} is {u1:.0%} busy with a node's GPUs under random steps "
+                f"(cv {cv:.2f}); their queueing in turns is approximated by mean-value analysis")
+    return None
+
+
 def _reshuffled(util: dict[str, float], law: Law, spacing_s: float) -> str | None:
     """The skeleton's schedule spaces the learners' turns at the busiest
     shared resource ``spacing_s`` apart; a step whose noise is wider than
     that reshuffles their order every step, and where the resource is busy
-    (saturated too: random turns leave it idle at times) they queue in
-    random turns that neither the schedule nor mean-value analysis (whose
-    arrivals are only as random as a learner's cycle) holds."""
+    short of saturation (which sets the pace itself) they queue in random
+    turns that neither the schedule nor mean-value analysis (whose arrivals
+    are only as random as a learner's cycle) holds."""
     if not util:
         return None
     busiest = max(util, key=util.get)
-    if util[busiest] >= CONTENTION_UTILISATION and law.std > spacing_s:
+    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and law.std > spacing_s:
         return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy and a step's noise "
                 f"({law.std:.3g} s) is wider than the learners' turns at it ({spacing_s:.3g} s "
                 "apart): they queue in random turns, which the schedule does not hold")
@@ -1283,7 +1309,8 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         "staleness": ("exact: 1 + floor(U + X/T)" if uniform
                       else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
     }
-    outside = _random_contention(util, law, loop.overhead_s)
+    outside = _random_contention(util, law, loop.overhead_s) or _node_contention(util, law,
+                                                                                 loop.overhead_s)
     resource, use = node.waits
     # a queue's order decides the updates where windows are sparse, and the
     # waiting where the resource is busy

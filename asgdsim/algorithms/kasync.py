@@ -21,7 +21,9 @@ Closed form, with ideal communication:
   b = floor(L / K) updates apply the L - r pushes of the period and the r
   = L mod K left over wait at the head of the next period's queue; the
   staleness of each place in the queue follows from the order of release
-  (``_fixed_schedule``);
+  (``_fixed_schedule``); steps steady enough (cv c) keep that schedule
+  for about 1 / (4 c^2) steps before they drift to random order, so a run
+  within a quarter of that is the schedule's, at the mean step;
 - other step laws, and modelled communication (the step then being
   ``async``'s cycle with one update per K gradients): the exponential
   formulas at the law's mean, an approximation.
@@ -132,7 +134,7 @@ def predict(scenario, costs):
         t_last = updates * per_update
         staleness = _truncated_geometric(k / L, updates)
     how = ("fixed steps: b = floor(L / K) updates a step, their schedule" if fixed
-           else f"the fixed-step schedule at the mean step (b = floor(L / K) updates a step): "
+           else f"the fixed-step schedule (b = floor(L / K) updates a step): "
                 f"the run's {steps:.3g} steps a learner are within a quarter of the "
                 f"1 / (4 cv^2) = {1 / (4 * steady_cv ** 2):.3g} its steps take to drift out of it"
            if near_fixed else "m (H_L - H_{L-K}) per update")

@@ -7,11 +7,13 @@ as it reads any law; synchronous rounds get the exact E[max] of the mixture.
 
 Learners whose step laws differ (``faults.slow_learners``, a mixed
 ``cluster.groups``, or both) break the symmetry every closed form assumes.
-Each learner has its own law (:func:`asgdsim.costs.learner_laws`); two
+Each learner has its own law (:func:`asgdsim.costs.learner_laws`); three
 results hold exactly with ideal communication, and replace the kind's own:
 
 - ``sync``: a round is E[max] of independent steps of those laws, the
   integral of 1 - prod_j F_j(x)^(n_j) (n_j learners of law j);
+- ``k-sync``: a round is E[K-th] of them, the integral of P(fewer than K
+  are done by x), the count done a sum of binomials Bin(n_j, F_j(x));
 - ``async``: the learners are independent renewal processes, so gradients
   arrive at the rate sum of 1 / m_i; with exponential steps learner i's
   staleness counts the others' gradients during its own step, geometric
@@ -84,7 +86,7 @@ def with_learner_laws(scenario, costs, whole):
     for group in classes:
         distinct.update(group)
     kind, alike = scenario.algorithm.kind, len(distinct) == 1
-    exact = _ideal(scenario) and kind in ("sync", "async")
+    exact = _ideal(scenario) and kind in ("sync", "async", "k-sync")
     slow = scenario.faults.slow_learners
     # the rounds of these kinds already walk each learner's own law
     # (analytic.predict_rounds); the exact E[max] of ideal sync stays below
@@ -115,9 +117,9 @@ def with_learner_laws(scenario, costs, whole):
                            + (" and the first group's loop" if shapes else "") + ")")
         figures = _group_figures(scenario, classes, kind if exact else None)
         return replace(whole, laws=out, groups=figures)
-    if kind == "sync":
-        return _sync_rounds(scenario, whole, classes, distinct)
-    return _async_rates(scenario, costs, whole, classes, distinct)
+    if kind == "async":
+        return _async_rates(scenario, costs, whole, classes, distinct)
+    return _sync_rounds(scenario, whole, classes, distinct)
 
 
 def _differences(scenario, costs) -> str:
@@ -139,28 +141,42 @@ def _differences(scenario, costs) -> str:
 
 
 def _sync_rounds(scenario, whole, classes, distinct):
-    """A round is E[max] of independent steps of the learners' laws: the
-    integral of 1 - prod_j F_j(x)^(n_j), n_j learners of law j."""
+    """A round is E[K-th] of independent steps of the learners' laws (K = L
+    for sync: their max): the integral of P(fewer than K are done by x), the
+    count done a sum of binomials, n_j learners of law j done with
+    probability F_j(x) each."""
+    from scipy import stats
+
     from .distributions import top_quantile
 
     total = sum(distinct.values())
+    k = scenario.algorithm.k if scenario.algorithm.kind == "k-sync" else total
     upper = max(law.ppf(top_quantile(total)) for law in distinct)
+
     def tail(x: float) -> float:
-        return 1.0 - math.prod(law.cdf(x) ** n for law, n in distinct.items())
-    round_s = integrate.quad(tail, 0.0, upper, limit=400)[0]
+        below = np.array([1.0])
+        for law, n in distinct.items():
+            done = stats.binom.pmf(np.arange(n + 1), n, float(law.cdf(x)))
+            below = np.convolve(below, done)[:k]      # counts of K or more: not below
+        return float(below.sum())
+    # a fixed step's law steps at its value: the quadrature is told where
+    steps = sorted({law.mean for law in distinct if law.is_constant and 0 < law.mean < upper})
+    round_s = integrate.quad(tail, 0.0, upper, limit=400, points=steps or None)[0]
     scale = round_s / whole.t_update_s
     out = dict(whole.laws)
     slow = scenario.faults.slow_learners
+    which = "max" if k == total else "K-th"
     if scenario.cluster.groups is None:
         f, slowed = slow.slowdown, len(set(slow.learners))
-        out["epoch_time"] = (f"exact: rounds of E[max] of {total - slowed} steps and {slowed} "
-                             f"{f:g} times slower")
+        out["epoch_time"] = (f"exact: rounds of E[{which}] of {total - slowed} steps and "
+                             f"{slowed} {f:g} times slower")
     else:
-        out["epoch_time"] = (f"exact: rounds of E[max] of the learners' steps, {len(distinct)} "
-                             "laws (the groups', the slow learners')")
+        out["epoch_time"] = (f"exact: rounds of E[{which}] of the learners' steps, "
+                             f"{len(distinct)} laws (the groups', the slow learners')")
     return replace(whole, t_update_s=round_s, epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                   laws=out, groups=_group_figures(scenario, classes, "sync"))
+                   laws=out, groups=_group_figures(scenario, classes,
+                                                   "sync" if k == total else None))
 
 
 def _async_rates(scenario, costs, whole, classes, distinct):

@@ -53,6 +53,27 @@ def test_sync_rounds_with_stragglers_take_the_mixture_max():
     assert predict(sc).t_update_s == pytest.approx(exact, rel=1e-6)
 
 
+def test_k_sync_rounds_with_slow_learners_take_the_kth_of_their_laws():
+    # 8 exponential learners, 2 of them 3 times slower, K = 5: a round is the
+    # 5th of the 8 steps, E = integral of P(fewer than 5 done by x), the
+    # count done Bin(6, F(x)) + Bin(2, F(x / 3)), here by enumeration
+    m, f, k = 8, 3.0, 5
+    sc = kind({"kind": "k-sync", "k": k}, m, {"slow_learners": {"learners": [2, 5], "slowdown": f}},
+              stop__updates=20_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+
+    def fewer(x: float) -> float:
+        fast, slow = -math.expm1(-x), -math.expm1(-x / f)
+        return sum(math.comb(6, i) * fast**i * (1 - fast) ** (6 - i)
+                   * math.comb(2, j) * slow**j * (1 - slow) ** (2 - j)
+                   for i in range(7) for j in range(3) if i + j < k)
+    exact = integrate.quad(fewer, 0, 200, limit=400)[0]
+    assert abs(rounds.mean() - exact) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+    pred = predict(sc)
+    assert pred.t_update_s == pytest.approx(exact, rel=1e-6)
+    assert "assumptions" not in pred.laws and pred.laws["epoch_time"].startswith("exact")
+
+
 def test_sync_rounds_with_slow_learners():
     m, f = 6, 3.0
     sc = kind({"kind": "sync"}, m, {"slow_learners": {"learners": [1, 4], "slowdown": f}},

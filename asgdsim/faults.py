@@ -7,13 +7,16 @@ as it reads any law; synchronous rounds get the exact E[max] of the mixture.
 
 Learners whose step laws differ (``faults.slow_learners``, a mixed
 ``cluster.groups``, or both) break the symmetry every closed form assumes.
-Each learner has its own law (:func:`asgdsim.costs.learner_laws`); three
-results hold exactly with ideal communication, and replace the kind's own:
+Each learner has its own law (:func:`asgdsim.costs.learner_laws`); four
+results hold with ideal communication, and replace the kind's own:
 
 - ``sync``: a round is E[max] of independent steps of those laws, the
   integral of 1 - prod_j F_j(x)^(n_j) (n_j learners of law j);
 - ``k-sync``: a round is E[K-th] of them, the integral of P(fewer than K
   are done by x), the count done a sum of binomials Bin(n_j, F_j(x));
+- ``k-batch-sync``: a round is the K-th event of the learners' renewal
+  processes started together, each learner's count from its own law
+  (:func:`asgdsim.renewal.kth_event_of_laws`; exact where their sums are);
 - ``async``: the learners are independent renewal processes, so gradients
   arrive at the rate sum of 1 / m_i; with exponential steps learner i's
   staleness counts the others' gradients during its own step, geometric
@@ -36,6 +39,8 @@ from dataclasses import replace
 
 import numpy as np
 from scipy import integrate
+
+from .renewal import MIXED_EVENTS, kth_event_of_laws
 
 __all__ = ["with_faults", "with_learner_laws", "with_link_slowdowns", "with_failures"]
 
@@ -86,7 +91,8 @@ def with_learner_laws(scenario, costs, whole):
     for group in classes:
         distinct.update(group)
     kind, alike = scenario.algorithm.kind, len(distinct) == 1
-    exact = _ideal(scenario) and kind in ("sync", "async", "k-sync")
+    exact = _ideal(scenario) and kind in ("sync", "async", "k-sync", "k-batch-sync") and (
+        kind != "k-batch-sync" or scenario.algorithm.k <= MIXED_EVENTS)
     slow = scenario.faults.slow_learners
     # the rounds of these kinds already walk each learner's own law
     # (analytic.predict_rounds); the exact E[max] of ideal sync stays below
@@ -119,7 +125,25 @@ def with_learner_laws(scenario, costs, whole):
         return replace(whole, laws=out, groups=figures)
     if kind == "async":
         return _async_rates(scenario, costs, whole, classes, distinct)
+    if kind == "k-batch-sync":
+        return _renewal_rounds(scenario, whole, distinct)
     return _sync_rounds(scenario, whole, classes, distinct)
+
+
+def _renewal_rounds(scenario, whole, distinct):
+    """k-batch-sync: a round is the K-th event of the learners' renewal
+    processes started together, each of its own law (renewal.kth_event_of_laws)."""
+    round_s, exact = kth_event_of_laws(dict(distinct), scenario.algorithm.k)
+    scale = round_s / whole.t_update_s
+    out = dict(whole.laws)
+    out["epoch_time"] = (("exact" if exact else "approximation") + ": rounds of the K-th event "
+                         f"of renewal processes of {len(distinct)} laws started together, each "
+                         "learner's count from its own law" + ("" if exact else
+                                                               " (sums of steps "
+                                                               f"{next(iter(distinct)).sums_taken})"))
+    return replace(whole, t_update_s=round_s, epoch_time_s=whole.epoch_time_s * scale,
+                   steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
+                   laws=out)
 
 
 def _differences(scenario, costs) -> str:

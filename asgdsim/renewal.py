@@ -21,7 +21,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["EXACT_LEARNERS", "kth_event_mean", "events_staggered"]
+__all__ = ["EXACT_LEARNERS", "kth_event_mean", "kth_event_of_laws", "events_staggered"]
 
 #: processes up to which the law of the summed counts is computed exactly
 EXACT_LEARNERS = 16_384
@@ -70,6 +70,46 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
         rows = np.pad(one[between], ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
         below[between] = np.clip(_power_below(rows, learners, k).sum(axis=1), 0.0, 1.0)
     return float(np.trapezoid(below, grid)), law.sums_exactly
+
+
+#: the most events a round of processes of several laws is computed for
+#: (kth_event_of_laws holds a grid of a few thousand points by K counts)
+MIXED_EVENTS = 2048
+
+
+def kth_event_of_laws(laws: dict, k: int) -> tuple[float, bool] | None:
+    """:func:`kth_event_mean` for processes of several laws, n_j of law j
+    ({law: n_j}): each law's counts summed over its processes, the laws'
+    sums then convolved (both cut at k), and P(N(t) < k) integrated on the
+    union of their grids; None beyond ``MIXED_EVENTS`` events."""
+    if k > MIXED_EVENTS:
+        return None
+    rate = sum(n / law.mean for law, n in laws.items())
+    q = special.expit(np.linspace(-23.0, 23.0, 401))
+    reach = {}
+    points = [np.zeros(1)]
+    for law in laws:
+        # a law's processes give about its share of the k events
+        rounds = max(1, math.ceil(k / (law.mean * rate)))
+        reach[law] = min(k, rounds + 8 + int(6 * math.sqrt(rounds)))
+        points += [np.array([law.sum_of(j).ppf(p) for p in q]) for j in sorted({1, rounds, rounds + 1})]
+        if law.is_constant:
+            points.append(law.mean * np.arange(1, reach[law] + 1))
+    grid = np.unique(np.concatenate(points))
+    # and just below each point, where a law with atoms steps (kth_event_mean)
+    grid = np.unique(np.concatenate([grid, grid * (1.0 - 1e-9)]))
+    size = 1 << int(math.ceil(math.log2(2 * k)))
+    total = None
+    for law, n in laws.items():
+        at_least = np.stack([np.ones_like(grid)]
+                            + [law.sum_of(j).cdf(grid) for j in range(1, reach[law] + 1)])
+        one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T      # (grid, counts 0..)
+        rows = np.pad(one, ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
+        mine = _power_below(rows, n, k)
+        total = mine if total is None else np.fft.irfft(
+            np.fft.rfft(total, size) * np.fft.rfft(mine, size), size)[:, :k]
+    below = np.clip(total.sum(axis=1), 0.0, 1.0)
+    return float(np.trapezoid(below, grid)), all(law.sums_exactly for law in laws)
 
 
 def events_staggered(law, ready: np.ndarray | tuple[float, float, int], k: int) -> np.ndarray:

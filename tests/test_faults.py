@@ -74,6 +74,21 @@ def test_k_sync_rounds_with_slow_learners_take_the_kth_of_their_laws():
     assert "assumptions" not in pred.laws and pred.laws["epoch_time"].startswith("exact")
 
 
+def test_k_batch_sync_rounds_with_slow_learners_take_the_kth_event_of_their_processes():
+    # 6 exponential learners at rate 1 and 2 at rate 1/3, K = 5: their
+    # superposition is Poisson at 6 + 2/3, so a round is K / (6 + 2/3)
+    m, f, k = 8, 3.0, 5
+    sc = kind({"kind": "k-batch-sync", "k": k}, m,
+              {"slow_learners": {"learners": [2, 5], "slowdown": f}}, stop__updates=20_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+    exact = k / (6 + 2 / f)
+    assert abs(rounds.mean() - exact) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+    pred = predict(sc)
+    # the counts' laws on a grid of quantiles: the integral to 1e-3
+    assert pred.t_update_s == pytest.approx(exact, rel=1e-3)
+    assert "assumptions" not in pred.laws and pred.laws["epoch_time"].startswith("exact")
+
+
 def test_sync_rounds_with_slow_learners():
     m, f = 6, 3.0
     sc = kind({"kind": "sync"}, m, {"slow_learners": {"learners": [1, 4], "slowdown": f}},

@@ -200,7 +200,8 @@ def _modelled_barrier(scenario, costs, base, run, law):
     barrier. Each reads its sub-batch and computes, and the gradients queue
     at the server's port in the order they come (each at its expected order
     statistic); the last one's arrival lifts the next barrier. The rounds are
-    walked, and a round is the mean of the later half of them."""
+    walked until they repeat (one length, or two alternating), and a round
+    is their mean."""
     from ..analytic import _expected_order_statistics, _resolved
     from ..skeleton import Skeleton
     from ..structure import loop_of, topology_of
@@ -214,6 +215,7 @@ def _modelled_barrier(scenario, costs, base, run, law):
     before = [_resolved(topo, loop_.before, i) for i in range(L)]
     starts, busy, rounds = np.zeros(L), 0.0, []
     starts[-1] = update + pull
+    places = np.arange(L)
     for _ in range(ROUNDS_WALKED):
         # the reads after the barrier, walked: a node's learners take turns
         # at its disk and host links
@@ -223,23 +225,23 @@ def _modelled_barrier(scenario, costs, base, run, law):
         rank = np.argsort(ready, kind="stable")
         arrive = (np.sort(ready + law.mean + local) if law.is_constant
                   else _expected_order_statistics(ready[rank], law.plus(local)))
-        # the server's port, then its CPU, one gradient after another
-        at_server, applied = np.empty(L), np.empty(L)
-        port, cpu = 0.0, busy
-        for j in range(L):
-            port = max(port, arrive[j]) + message
-            at_server[j] = port
-            cpu = max(cpu, port) + update
-            applied[j] = cpu
+        # the server's port, then its CPU, one gradient after another (FIFO:
+        # the j-th done at (j + 1) services past the latest start it waited for)
+        at_server = message * (places + 1) + np.maximum.accumulate(arrive - message * places)
+        applied = update * (places + 1) + np.maximum(
+            busy, np.maximum.accumulate(at_server - update * places))
         lifted = at_server[-1]
         rounds.append(lifted)
         # the next round, from this barrier: learner rank[j] once it has pulled
         starts = np.empty(L)
         starts[rank] = np.maximum(0.0, applied + pull - lifted)
         busy = max(0.0, applied[-1] - lifted)
+        if len(rounds) >= 4 and np.allclose(rounds[-2:], rounds[-4:-2], rtol=1e-12, atol=0.0):
+            break      # settled: a round repeats itself, or two alternate
     # the rounds may settle into a cycle (a round that starts together, then
-    # one staggered by the server's applies): the mean of the later half
-    per_round = float(np.mean(rounds[ROUNDS_WALKED // 2:]))
+    # one staggered by the server's applies): the mean of the later ones
+    per_round = float(np.mean(rounds[-2:] if len(rounds) < ROUNDS_WALKED
+                              else rounds[ROUNDS_WALKED // 2:]))
     n = base.gradients
     laws = dict(base.laws)
     laws["epoch_time"] = ("approximation: a barrier each step, lifted by the last gradient's "

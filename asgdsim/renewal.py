@@ -33,6 +33,28 @@ def sums_needed(learners: int, k: int) -> int:
     return rounds + 8 + int(6 * math.sqrt(rounds))
 
 
+def _points(law, rounds: int) -> np.ndarray:
+    """Quantiles of one step and of the sums around the ``rounds``-th event,
+    so a long tail does not leave the answer between two grid points."""
+    q = special.expit(np.linspace(-23.0, 23.0, 401))
+    return np.concatenate([[law.sum_of(j).ppf(p) for p in q] for j in sorted({1, rounds, rounds + 1})])
+
+
+def _grid(points: list[np.ndarray]) -> np.ndarray:
+    """The points, 0, and each just below itself: a law with atoms (a fixed
+    step that straggles) steps there, and the trapezoids must not slope
+    across a step."""
+    grid = np.unique(np.concatenate([[0.0], *points]))
+    return np.unique(np.concatenate([grid, grid * (1.0 - 1e-9)]))
+
+
+def _counts(law, grid: np.ndarray, most: int) -> np.ndarray:
+    """P(one process has had exactly j events by t), t on the grid (rows),
+    j = 0 .. most - 1 (columns): F_j(t) - F_{j+1}(t), F_j the cdf of j steps."""
+    at_least = np.stack([np.ones_like(grid)] + [law.sum_of(j).cdf(grid) for j in range(1, most + 1)])
+    return np.clip(at_least[:-1] - at_least[1:], 0.0, None).T
+
+
 def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
     """(E[time of the k-th event of ``learners`` renewal processes of steps
     ~ ``law`` started together at 0], whether exact)."""
@@ -42,18 +64,8 @@ def kth_event_mean(law, learners: int, k: int) -> tuple[float, bool]:
         return k * law.mean / learners, True
     # P(N(t) < k) on a grid: each learner's count law from F_j, the L-fold
     # sum by FFT, truncated at k
-    rounds = math.ceil(k / learners)
-    most = sums_needed(learners, k)
-    # the grid at quantiles of one step and of the sums around the k-th
-    # event's, so a long tail does not leave the answer between two points
-    q = special.expit(np.linspace(-23.0, 23.0, 401))
-    grid = np.unique(np.concatenate([[0.0], *([law.sum_of(j).ppf(p) for p in q]
-                                              for j in sorted({1, rounds, rounds + 1}))]))
-    # and just below each point: a law with atoms (a fixed step that
-    # straggles) steps there, and the trapezoids must not slope across a step
-    grid = np.unique(np.concatenate([grid, grid * (1.0 - 1e-9)]))
-    at_least = np.stack([np.ones_like(grid)] + [law.sum_of(j).cdf(grid) for j in range(1, most + 1)])
-    one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T          # (grid, counts 0..most-1)
+    grid = _grid([_points(law, math.ceil(k / learners))])
+    one = _counts(law, grid, sums_needed(learners, k))                # (grid, counts 0..most-1)
     # the sum of L counts is within 12 standard deviations of its mean: far
     # from k, P(N(t) < k) is 0 or 1, and only the rows between need powers
     # (the mass not in ``one`` is at ``most`` events or more: counted at most)
@@ -85,25 +97,19 @@ def kth_event_of_laws(laws: dict, k: int) -> tuple[float, bool] | None:
     if k > MIXED_EVENTS:
         return None
     rate = sum(n / law.mean for law, n in laws.items())
-    q = special.expit(np.linspace(-23.0, 23.0, 401))
-    reach = {}
-    points = [np.zeros(1)]
+    reach, points = {}, []
     for law in laws:
         # a law's processes give about its share of the k events
         rounds = max(1, math.ceil(k / (law.mean * rate)))
         reach[law] = min(k, rounds + 8 + int(6 * math.sqrt(rounds)))
-        points += [np.array([law.sum_of(j).ppf(p) for p in q]) for j in sorted({1, rounds, rounds + 1})]
+        points.append(_points(law, rounds))
         if law.is_constant:
             points.append(law.mean * np.arange(1, reach[law] + 1))
-    grid = np.unique(np.concatenate(points))
-    # and just below each point, where a law with atoms steps (kth_event_mean)
-    grid = np.unique(np.concatenate([grid, grid * (1.0 - 1e-9)]))
+    grid = _grid(points)
     size = 1 << int(math.ceil(math.log2(2 * k)))
     total = None
     for law, n in laws.items():
-        at_least = np.stack([np.ones_like(grid)]
-                            + [law.sum_of(j).cdf(grid) for j in range(1, reach[law] + 1)])
-        one = np.clip(at_least[:-1] - at_least[1:], 0.0, None).T      # (grid, counts 0..)
+        one = _counts(law, grid, reach[law])
         rows = np.pad(one, ((0, 0), (0, max(0, k - one.shape[1]))))[:, :k]
         mine = _power_below(rows, n, k)
         total = mine if total is None else np.fft.irfft(

@@ -416,21 +416,27 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
     """A message to several shards passes its node's port and each shard's
     at once (cut-through): where both are busy, each stays reserved while
     the transfer waits for the other, a coupling mean-value analysis (one
-    station per transfer) does not see. Say so where it can bind."""
+    station per transfer) does not see. Say so where it can bind: where a
+    node's port is busy enough counting the time it stays reserved while a
+    part waits for its shard's (a queue of fixed services, U / (2 (1 - U))
+    services at a shard's port U busy, at most every learner's part)."""
     if topology.servers == 1:
         return None
     for kind in ("port_out", "port_in"):
+        shard = "server_port_in" if kind == "port_out" else "server_port_out"
         held = topology.held_s(st for st in loop.stages if kind in st.holds[1:])
         busy = topology.learners / cycle * held / topology.instances(kind)
+        at_shard = topology.learners / cycle * loop.demand_s(shard) / topology.instances(shard)
         if topology.colocated:
             # a shard's host node: its port carries every learner's part
-            shard = "server_port_in" if kind == "port_out" else "server_port_out"
-            busy = max(busy, topology.learners / cycle * loop.demand_s(shard)
-                       / topology.instances(shard))
-        if busy >= COUPLED_UTILISATION:
+            busy = max(busy, at_shard)
+        queued = topology.learners / topology.instances(shard)
+        waits = queued if at_shard >= 1 else min(queued, at_shard / (2 * (1 - at_shard)))
+        if busy * (1 + waits) >= COUPLED_UTILISATION:
             return (f"{OUTSIDE}: the nodes' {kind} ports are {busy:.0%} busy with messages to "
-                    f"{topology.servers} shards, and each transfer holds a node's port and a "
-                    "shard's at once")
+                    f"{topology.servers} shards ({min(busy * (1 + waits), 1):.0%} with the time "
+                    f"they stay held while a shard's port, {at_shard:.0%} busy, is not free): "
+                    "each transfer holds a node's port and a shard's at once")
     return None
 
 
@@ -679,6 +685,29 @@ def _extend(times: np.ndarray, steps: int, found: tuple[int, np.ndarray] | None)
 
 # -- downpour: messages of n_push gradients, a fetch every n_fetch steps ----
 
+def _cpu_wait(stations: list[mva.Station], m: int, cycle: float, law: Law,
+              update_s: float, bound: str) -> float:
+    """The part of a learner's mean cycle spent waiting for the server's CPU.
+    Where the CPU sets the pace, what is left of the cycle after the
+    learner's own demands (the step, its stages, its update) and the
+    queueing at the other stations at that throughput; elsewhere the CPU's
+    own queueing. Each queue is taken as open (of fixed services), its
+    waiting scaled by how random the cycles are, as _cycle scales it."""
+    alone = sum(s.demand_s for s in stations) + update_s
+    cv2 = min(1.0, law.var / alone ** 2)
+
+    def waiting(demand: float, servers: int = 1, service_cv2: float = 0.0) -> float:
+        busy = min(m / cycle * demand / servers, 1.0)
+        queued = m if busy >= 1 else min(m, busy / (1 - busy))
+        return cv2 * demand / servers * queued * (1 + service_cv2) / 2
+
+    if bound != "server":
+        return waiting(update_s)
+    elsewhere = sum(waiting(s.demand_s, s.servers, s.service_cv2)
+                    for s in stations if s.servers > 0 and s.demand_s > 0)
+    return max(0.0, cycle - alone - elsewhere)
+
+
 def downpour_spans(n_fetch: int, n_push: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each gradient of a learner's period (lcm(n_fetch, n_push) steps):
     the steps from the fetch it read to the push that carries it, the
@@ -747,6 +776,9 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
             reads = _extend(fetches, count * n_push // n_fetch + 2, period_of(fetches))
             fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(updates))
         t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), updates)
+        # the schedule holds the server's CPU only for pushes a fetch waits
+        # on; it applies every message, one at a time, from the first push
+        t_last = max(t_last, float(times.min()) + (updates - 1) * costs.server_update_s)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
         reshuffled = _reshuffled(util, law, cycle / m)
     if run.time_s is not None:
@@ -762,6 +794,13 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         push_s, reply_s = topo.held_s(whole.after) / cycle, topo.held_s(whole.reply) / cycle
         step_s = 1.0 - push_s / n_push - reply_s / n_fetch
         interval = span * step_s + (own + 1) * push_s + (fetches + 1) * reply_s
+        if update_s:
+            # a fetch waits for the server's CPU to apply every message queued
+            # before it: that share of a step's waiting comes at once before
+            # the read (n_fetch steps' worth), not along the steps to the push,
+            # and the others' pushes meanwhile queue ahead of the learner's own
+            interval = interval + ((fetches + 1) * n_fetch - span) * _cpu_wait(
+                _stations(loop, topo, law, "cluster"), m, cycle, law, update_s, bound) / cycle
         share = max(0.0, 1.0 - m * (1.0 + c2_message) / (2.0 * updates))
         others = (m - 1) * interval / n_push
         staleness = _grouped(others * share + own, others * m * c2 / n_push, np.ones(len(span)))
@@ -819,8 +858,11 @@ def _downpour_staleness(applies: np.ndarray, reads: np.ndarray, n_fetch: int, n_
     learners before it (the simulator's order of events at a tie)."""
     m, messages = applies.shape
     fetches = reads.shape[1]
-    # every apply and read as (time, learner, 0 apply | 1 read), in event order
-    t = np.concatenate([applies.ravel(), reads.ravel()])
+    # every apply and read as (time, learner, 0 apply | 1 read), in event order;
+    # the schedule's applies and reads were extended apart (rounding a tie a
+    # few ulps either way) where the simulator's clock reaches them by the
+    # same sums: times are taken to the nanosecond, so its ties stay ties
+    t = np.round(np.concatenate([applies.ravel(), reads.ravel()]), 9)
     who = np.concatenate([np.repeat(np.arange(m), messages), np.repeat(np.arange(m), fetches)])
     phase = np.repeat([0, 1], [m * messages, m * fetches])
     order = np.lexsort((phase, who, t))

@@ -65,6 +65,23 @@ def test_fixed_steps_timeline_by_hand():
     assert predict(sc).staleness.mean == pytest.approx(g["staleness"].mean())
 
 
+@pytest.mark.parametrize("step", ["1 s", "1.994 s", "5.513 ms"])
+def test_fixed_steps_staleness_is_the_schedules_whatever_the_step(step):
+    # ties at one instant go in the simulator's order of events; a step that
+    # is no binary fraction must not let rounding reorder them (the
+    # schedule's applies and reads were extended apart, 14 % off at 1.994 s)
+    sc = scenario({"kind": "downpour", "n_fetch": 2, "n_push": 8}, stop={"gradients": 8_000},
+                  compute={"distribution": "deterministic", "mean": step}, nodes=10,
+                  gpus_per_node=7)
+    pred = predict(sc)
+    assert pred.laws["staleness"].startswith("exact")
+    staleness = simulate(sc).gradients["staleness"]
+    check = pred.staleness
+    assert check.mean == pytest.approx(staleness.mean(), rel=1e-12)
+    assert check.probs == pytest.approx(
+        np.bincount(staleness, minlength=len(check.probs))[check.values] / len(staleness))
+
+
 @pytest.mark.parametrize("n_fetch,n_push", [(1, 4), (3, 1), (2, 3)])
 def test_mean_staleness_and_minibatch_against_the_closed_form(n_fetch, n_push):
     """Ideal communication, exponential steps: M - 1 others push (M - 1) span
@@ -115,3 +132,29 @@ def test_a_run_of_a_message_a_learner_ends_at_the_uth_event():
     assert abs(ends.mean() - exact) <= 4 * ends.std(ddof=1) / math.sqrt(len(ends))
     assert pred.epoch_time_s * 6 * 4 * 32 / 64_000 == pytest.approx(exact, rel=1e-4)
     assert "pushed twice" in pred.laws["assumptions"]
+
+
+def test_a_saturated_servers_cpu_holds_the_fetches():
+    # A100s with a 4-sample sub-batch on ResNet-152: the server's CPU applies
+    # a message in more than a learner's whole step, so it sets the pace. A
+    # fetch every 8 steps waits for every message queued before it, so a
+    # gradient's read comes after that wait, and the others' pushes during
+    # it queue ahead of its own message: the staleness counts the wait (it
+    # took it spread over the steps, 30 % short), and the run's end is
+    # every message applied one after another (the schedule skipped the
+    # messages no fetch waits on, 18 % short). Approximations: within 5 %
+    # of the simulator, plus the sample's error (batch means)
+    sc = scenario_from_dict({
+        "name": "cpu-bound-downpour", "seed": 5,
+        "workload": {"model": "resnet152", "dataset_samples": 96_000, "sub_batch": 4},
+        "cluster": {"gpu": "A100", "network": "100gbe", "gpus_per_node": 3, "nodes": 12},
+        "algorithm": {"kind": "downpour", "n_fetch": 8, "n_push": 2},
+        "timing": {"compute": "table", "jitter": "none", "communication": "modelled"},
+        "stop": {"gradients": 12_000}})
+    res, pred = simulate(sc), predict(sc)
+    assert pred.bound == "server"
+    staleness = res.gradients["staleness"].to_numpy(dtype=float)
+    from conftest import batch_means_se
+    assert abs(pred.staleness.mean - staleness.mean()) <= \
+        0.05 * staleness.mean() + 3 * batch_means_se(staleness)
+    assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=0.05)

@@ -273,6 +273,31 @@ def _epoch_se(sc, cv: float, gradients: int, steps: float) -> float:
     return se
 
 
+#: kinds whose every update is a round of every learner's step (or steps)
+ROUNDS = ("sync", "allreduce", "local-sgd")
+
+
+def _rounds_se(sc, law, u) -> float:
+    """Relative standard error of a run of rounds of every learner: the sd of
+    a round (the largest of L steps, or of L sums of ``period`` steps, by
+    quadrature on the law) over the run's mean round, over sqrt(rounds). A
+    straggler in one round of twenty moves the run by as much as the
+    renewal spread of all its gradients; taken from the law, not the run's
+    rounds, which may hold none."""
+    learners, rounds = sc.cluster.learners, len(u)
+    if rounds < 1 or learners < 1 or law.std == 0:
+        return 0.0
+    period = getattr(sc.algorithm, "period", 1)
+    if period > 1:
+        law = law.sum_of(period)
+    grid = np.linspace(law.ppf(1e-9), law.ppf(1.0 - 1e-12), 8001)
+    largest = np.clip(law.cdf(grid), 0.0, 1.0) ** learners
+    mean = grid[-1] - np.trapezoid(largest, grid)
+    second = grid[-1] ** 2 - np.trapezoid(2 * grid * largest, grid)
+    sd = math.sqrt(max(second - mean ** 2, 0.0))
+    return sd / (float(u["t"].iloc[-1]) / rounds) / math.sqrt(rounds)
+
+
 def _sd_of_max_normal(n: int) -> float:
     """Standard deviation of the largest of n standard normals (quadrature)."""
     from scipy import special
@@ -315,7 +340,10 @@ def check(data: dict) -> dict:
     # sampling error of each simulated figure: the epoch is the time of the
     # n-th gradient, whose relative spread is cv / sqrt(n) (renewal CLT); the
     # means are series of correlated values (batch means)
-    se = {"epoch_time": _epoch_se(sc, cv, len(g), steps),
+    epoch_se = _epoch_se(sc, cv, len(g), steps)
+    if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind == "k-sync" and sc.algorithm.k == learners):
+        epoch_se = max(epoch_se, _rounds_se(sc, res.costs.compute, u))
+    se = {"epoch_time": epoch_se,
           "minibatch_mean": _se_of_mean(u["minibatch"].to_numpy()) / max(a["minibatch"]["mean"], 1e-12),
           "staleness_mean": _se_of_mean(g["staleness"].to_numpy())}
     figures = {"epoch_time": (s["epoch_time_s"], a["epoch_time_s"]),

@@ -899,6 +899,11 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
                                       aggregate_s, period)
     else:
         first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
+    # fixed steps walk every part of every message (_sync_rounds), so the
+    # shards' coupling is in the walk
+    coupled = topo.servers > 1 and not _ideal(sc) and not (
+        law.is_constant and not topo.blocks and len(set(costs.group_computes)) <= 1
+        and sc.faults.slow_learners is None and p <= MAX_SKELETON_LEARNERS)
     law = law.sum_of(period)
     per_round = p * period
     n = run.target_gradients
@@ -928,7 +933,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
               "staleness": "exact: 0",
               "minibatch": "exact: P gradients per round" if period == 1 else
               f"exact: P x {period} gradients per averaging",
-              **_outside(None if topo.servers == 1 or _ideal(sc) else
+              **_outside(None if not coupled else
                          f"{OUTSIDE}: each learner's message passes {topo.servers} shards' ports "
                          "in turn, each with its node's port at once (cut-through): a transfer "
                          "that waits for one holds the other, which the round's walked schedule "
@@ -984,6 +989,11 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         if not law.is_constant:
             early, law = (period - 1) * law.mean, law.sum_of(period)
     reply = [_resolved(topo, loop.reply, i) for i in range(p)]
+    # a message to several shards: every part walked, each with its shard's
+    # port and its node's at once (the server's port as one queue would not)
+    sharded = law.is_constant and k == p and topo.servers > 1 and push is not None
+    if sharded:
+        to_push, message = loop.after, 0.0
     tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
         else [[] for _ in range(p)]
     # random steps: what follows the step, walked from when it is done (a

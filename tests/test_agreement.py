@@ -11,6 +11,7 @@ small step noise).
 """
 
 import numpy as np
+import pytest
 
 from asgdsim.agreement import draw, random_scenario, report, run_suite
 from asgdsim.scenario import scenario_from_dict
@@ -68,3 +69,25 @@ def test_misbehaving_clusters_are_agreed_on_or_labelled():
     assert unlabelled <= 0.025 + 2 * np.sqrt(0.025 * 0.975 / len(table)), report(table)
     # the exact cases do agree: they are not all labelled away
     assert table["agrees"].sum() >= 0.3 * len(table), report(table)
+
+
+def test_a_run_of_rounds_spreads_as_its_largest_steps():
+    # exponential steps of mean m: the largest of L has variance m^2 sum 1/i^2
+    # and mean m H_L; a run of R rounds of that mean spreads by sd / (mean sqrt R)
+    import math
+
+    import pandas as pd
+
+    from asgdsim.agreement import _rounds_se
+    from asgdsim.distributions import Law
+
+    learners, rounds, m = 6, 25, 0.5
+    sc = scenario_from_dict({"name": "rounds", "workload": {"model": "alexnet", "sub_batch": 32, "dataset_samples": 6400},
+                             "cluster": {"gpu": "V100", "gpus_per_node": learners, "nodes": 1,
+                                         "network": "ib-edr"},
+                             "algorithm": {"kind": "sync"}})
+    mean = m * sum(1 / i for i in range(1, learners + 1))
+    sd = m * math.sqrt(sum(1 / i**2 for i in range(1, learners + 1)))
+    u = pd.DataFrame({"t": mean * np.arange(1, rounds + 1)})
+    got = _rounds_se(sc, Law("exponential", "expon", scale=m), u)
+    assert got == pytest.approx(sd / mean / math.sqrt(rounds), rel=1e-4)

@@ -225,14 +225,19 @@ def predict(scenario, costs):
     poisson = max(step * _harmonic_gap(L, k), k * base.t_update_s)
     # at least half the learners in each round: every learner restarts at a
     # round's close, so nobody drifts (see _round_with_leftovers)
-    # (a straggler misses rounds: the left-out no longer all come from the
-    # last release, and the schedule below holds them instead)
-    leftovers = (L <= 2 * k and not fixed and not _is_exponential(law)
-                 and not isinstance(law, Straggling))
+    leftovers = L <= 2 * k and not fixed and not _is_exponential(law)
     if leftovers:
         burst = 0.0 if _ideal(scenario) else _burst_s(law, topology_of(scenario), loop_, k)
         shifted = law.plus(step + burst - law.mean) if step + burst > law.mean else law
-        poisson = max(_round_with_leftovers(shifted, L, k), k * base.t_update_s)
+        round_s = _round_with_leftovers(shifted, L, k)
+        # a straggler out for more than two rounds is left out of several:
+        # the left-out no longer all come from the last release, and the
+        # schedule's form below holds them instead (with modelled
+        # communication, whose bursts the rounds' length holds, too)
+        leftovers = not isinstance(law, Straggling) or (
+            _ideal(scenario) and law.parts[1].mean <= 2 * round_s)
+        if leftovers:
+            poisson = max(round_s, k * base.t_update_s)
     outside = None
     # stragglers knock one learner at a time off a steady schedule; the rest
     # keep it, so what counts is how steady the steps are apart from them

@@ -119,7 +119,8 @@ def busy_port(loop_, topology, per_update_s: float, pulls: float, pushes: float)
     from ..analytic import OUTSIDE
 
     def busy(port: str, messages: float) -> float:
-        return messages * loop_.demand_s(port) / topology.instances(port) / per_update_s
+        # (a message across a fat tree's leaves at their links' pace where slower)
+        return messages * topology.message_s(loop_, port) / per_update_s
     most = max(busy("server_port_out", pulls), busy("server_port_in", pushes))
     if most < 0.25:
         return None

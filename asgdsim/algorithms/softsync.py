@@ -99,6 +99,14 @@ def predict(scenario, costs):
                               "counted as 1/c of an update per push"
     if base.outside_assumptions:
         laws["assumptions"] = base.outside_assumptions
+    elif base.bound == "server":
+        # async's staleness has each pusher wait for its own update; here
+        # only a batch's completing pusher does, and the batches queue at
+        # the CPU while the others read weights the queue has not reached
+        laws["assumptions"] = (
+            f"{OUTSIDE}: the server's CPU sets the pace: batches queue for it while the "
+            f"pushers that did not complete one read weights the queue has not reached, "
+            "which async's staleness (each pusher waiting for its own update) does not count")
     elif costs.server_update_s and learners * costs.compute.cv < 1 and staleness.mean < 10:
         # the pusher that completes a batch waits for its update; where the
         # step's noise is small against the learners' spacing (L x cv < 1:

@@ -343,9 +343,14 @@ def check(data: dict) -> dict:
     epoch_se = _epoch_se(sc, cv, len(g), steps)
     if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind == "k-sync" and sc.algorithm.k == learners):
         epoch_se = max(epoch_se, _rounds_se(sc, res.costs.compute, u))
+    # (a few updates may all come out alike, a sample spread of 0: a mean's
+    # error is then at least the closed form's own spread over sqrt(n))
     se = {"epoch_time": epoch_se,
-          "minibatch_mean": _se_of_mean(u["minibatch"].to_numpy()) / max(a["minibatch"]["mean"], 1e-12),
-          "staleness_mean": _se_of_mean(g["staleness"].to_numpy())}
+          "minibatch_mean": max(_se_of_mean(u["minibatch"].to_numpy()),
+                                a["minibatch"]["std"] / math.sqrt(max(len(u), 1)))
+          / max(a["minibatch"]["mean"], 1e-12),
+          "staleness_mean": max(_se_of_mean(g["staleness"].to_numpy()),
+                                a["staleness"]["std"] / math.sqrt(max(len(g), 1)))}
     figures = {"epoch_time": (s["epoch_time_s"], a["epoch_time_s"]),
                "minibatch_mean": (s["minibatch"]["mean"], a["minibatch"]["mean"]),
                "staleness_mean": (s["staleness"]["mean"], a["staleness"]["mean"])}

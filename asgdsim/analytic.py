@@ -408,6 +408,13 @@ def _reshuffled(util: dict[str, float], law: Law, spacing_s: float) -> str | Non
     return None
 
 
+def _queued(busy: float, most: float) -> float:
+    """Services an arrival finds ahead of it at an open queue ``busy`` of the
+    time, U / (1 - U) for exponential services (half that for fixed ones),
+    at most ``most`` (a closed network's customers)."""
+    return most if busy >= 1 else min(most, busy / (1 - busy))
+
+
 #: a node port this busy, held together with a shard's: outside the assumptions
 COUPLED_UTILISATION = 0.25
 
@@ -430,8 +437,7 @@ def _coupled_shards(loop: Loop, topology: Topology, cycle: float) -> str | None:
         if topology.colocated:
             # a shard's host node: its port carries every learner's part
             busy = max(busy, at_shard)
-        queued = topology.learners / topology.instances(shard)
-        waits = queued if at_shard >= 1 else min(queued, at_shard / (2 * (1 - at_shard)))
+        waits = _queued(at_shard, topology.learners / topology.instances(shard)) / 2
         if busy * (1 + waits) >= COUPLED_UTILISATION:
             return (f"{OUTSIDE}: the nodes' {kind} ports are {busy:.0%} busy with messages to "
                     f"{topology.servers} shards ({min(busy * (1 + waits), 1):.0%} with the time "
@@ -697,8 +703,7 @@ def _cpu_wait(stations: list[mva.Station], m: int, cycle: float, law: Law,
     cv2 = min(1.0, law.var / alone ** 2)
 
     def waiting(demand: float, servers: int = 1, service_cv2: float = 0.0) -> float:
-        busy = min(m / cycle * demand / servers, 1.0)
-        queued = m if busy >= 1 else min(m, busy / (1 - busy))
+        queued = _queued(m / cycle * demand / servers, m)
         return cv2 * demand / servers * queued * (1 + service_cv2) / 2
 
     if bound != "server":
@@ -718,6 +723,10 @@ def downpour_spans(n_fetch: int, n_push: int) -> tuple[np.ndarray, np.ndarray, n
     pushed = n_push * (k // n_push + 1)
     fetches = (pushed - 1) // n_fetch - read // n_fetch
     return pushed - read, (pushed - 1) // n_push - read // n_push, fetches
+
+
+#: the server's CPU and port out both this busy, one of them saturated: outside
+BUNCHED_PULLS = 0.5
 
 
 def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
@@ -810,7 +819,16 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
                          "count's variance")
     laws = {"minibatch": "exact: n_push gradients per message", "epoch_time": epoch_law,
             "staleness": staleness_law}
-    laws.update(_outside(first_only, reshuffled,
+    # a fetch waits for the CPU's whole backlog: where the CPU or the
+    # server's way out sets the pace and the other is busy too, the learners
+    # the CPU held pull together when it clears, in bursts at the way out
+    # that one station's mean queue does not see
+    cpu, out = util.get("server", 0.0), util.get("server_port_out", 0.0)
+    bunched = None if min(cpu, out) < BUNCHED_PULLS or max(cpu, out) < 0.97 else (
+        f"{OUTSIDE}: the server's CPU is {cpu:.0%} busy and its port out {out:.0%}: the "
+        "fetches that wait for the CPU's backlog pull together when it clears, in bursts "
+        "the port's mean queue does not see")
+    laws.update(_outside(first_only, reshuffled, bunched,
                          _random_contention(util, law, loop.overhead_s + update_s),
                          _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))
     gradients = updates * n_push

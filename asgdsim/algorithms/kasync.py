@@ -228,8 +228,7 @@ def predict(scenario, costs):
     leftovers = L <= 2 * k and not fixed and not _is_exponential(law)
     if leftovers:
         burst = 0.0 if _ideal(scenario) else _burst_s(law, topology_of(scenario), loop_, k)
-        shifted = law.plus(step + burst - law.mean) if step + burst > law.mean else law
-        round_s = _round_with_leftovers(shifted, L, k)
+        round_s = _round_with_leftovers(law.plus(step + burst - law.mean), L, k)
         # a straggler out for more than two rounds is left out of several:
         # the left-out no longer all come from the last release, and the
         # schedule's form below holds them instead (with modelled

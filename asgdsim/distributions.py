@@ -337,6 +337,8 @@ class _Mixed(_Duration):
         hi = max(p.ppf(q) for p in self.parts)
         if hi <= lo or self.cdf(lo) >= q:     # constant parts: the cdf jumps
             return lo
+        if self.cdf(hi) <= q:                 # q within rounding of 1: the cdf is flat there
+            return hi
         return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
 
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:

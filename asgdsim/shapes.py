@@ -101,7 +101,7 @@ def _async(sc, costs, whole):
     """Learners as renewal processes of their group's cycle (module docstring)."""
     from .analytic import OUTSIDE, Run, predict_async
     from .pmf import Pmf
-    from .structure import loops_of
+    from .structure import loops_of, topology_of
 
     parts = _parts(sc, costs, predict_async)
     run, counts = Run.of(sc), sc.cluster.group_learners
@@ -147,6 +147,11 @@ def _async(sc, costs, whole):
         "minibatch": "exact: one gradient per update",
         **_first_outside(parts)}
     busy = None if saturated else _server_busy(sc, costs, [n / c for n, c in zip(counts, cycles)])
+    if saturated and topology_of(sc).nodes_per_switch:
+        # the shared server's bound counts its CPU and ports, not the leaf
+        # links of a fat tree that its messages cross at their own pace
+        busy = ("the server is saturated by every group's messages, and its bound leaves "
+                "out the fat tree's links on their way")
     if busy is not None and "assumptions" not in laws_text:
         laws_text["assumptions"] = f"{OUTSIDE}: {busy}"
     loops = loops_of(sc, costs)

@@ -170,3 +170,22 @@ def test_bad_fault_keys_are_refused():
         kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h", "repair": "10 min", "scope": "rack"}})
     with pytest.raises(ScenarioError, match=r"faults\.failures\.repair"):
         kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h"}})
+
+
+def test_a_mixture_of_bounded_straggling_laws_has_its_top_quantiles():
+    # two groups' uniform steps with stragglers (a misbehaving draw, seed 3):
+    # the top of the support is flat at 1 within rounding, where the
+    # quantile search had no sign change and k-sync's prediction raised
+    from asgdsim.distributions import Law, Mixture, Straggling, top_quantile
+
+    def straggling(scale, loc):
+        return Straggling(base=Law("uniform", "uniform", scale=scale, loc=loc),
+                          probability=0.02, slowdown=4.0)
+
+    law = Mixture("mixture of the groups' laws", (0.75, 0.25),
+                  (straggling(0.16458384866565046, 0.7975463102169703),
+                   straggling(0.046406406621091495, 0.22487782775251358)))
+    top = law.ppf(top_quantile(32))
+    assert top <= 4.0 * (0.16458384866565046 + 0.7975463102169703) + 1e-12
+    assert law.cdf(top) >= top_quantile(32) - 1e-12     # 1 within the sum's rounding
+    assert math.isfinite(law.expected_order(6, 32))

@@ -180,3 +180,33 @@ def test_a_stuck_cluster_stops_with_a_clear_error(monkeypatch):
               stop__gradients=100_000, faults={"failures": {"mtbf": "20 s", "repair": "1 s"}})
     with pytest.raises(failures.Stalled, match="no gradient applied in .* learners up"):
         simulate(sc)
+
+
+def test_a_learner_back_from_repair_joins_at_the_next_round():
+    """Local SGD rounds of 16 steps on a cluster that fails every half a
+    step: were a round to wait for each learner repaired meanwhile, none
+    would ever close (misbehaving seed 3 #32 stalled). A learner that
+    comes back starts on the next round's weights, so rounds close with
+    the learners that were in them."""
+    sc = make(algorithm={"kind": "local-sgd", "period": 16}, cluster__nodes=2,
+              cluster__gpus_per_node=4, timing__compute=EXP, stop__updates=20,
+              faults={"failures": {"mtbf": "4 s", "repair": "0.1 s"}})
+    res = simulate(sc)
+    check_invariants(res)
+    assert len(res.updates) == 20 and res.summary["faults"]["failures"] > 100
+    update_t = res.updates["t"].to_numpy()
+    g, out = res.gradients, res.outages
+    joined_late = 0
+    for learner, up in zip(out["learner"], out["up_s"]):
+        downs = out["down_s"][(out["learner"] == learner) & (out["down_s"] > up)]
+        until = downs.min() if downs.size else np.inf
+        mine = g["t_start"][(g["learner"] == learner) & (g["t_start"] >= up) & (g["t_start"] < until)]
+        if np.isnan(up) or mine.empty:
+            continue            # still down at the end, or failed before it pushed
+        # it starts at once where nobody else is in a round, else at the
+        # update of the round in progress, from its weights
+        first = mine.min()
+        if first != pytest.approx(up):
+            assert first == pytest.approx(update_t[update_t >= up][0])
+            joined_late += 1
+    assert joined_late >= 3

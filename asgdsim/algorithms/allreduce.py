@@ -102,7 +102,7 @@ def backward_s(scenario) -> float:
 def _collective(env, weights, recorder, costs, learners):
     # a round of all learners, then the collective: a barrier without a server
     from ..components.server import SyncServer
-    return SyncServer(env, weights, recorder, costs.collective_s, learners)
+    return SyncServer(env, weights, recorder, costs.collective_s, learners, whole=True)
 
 
 def predict(scenario, costs):

@@ -45,7 +45,8 @@ def build(env, scenario, costs, weights, recorder, seed):
     from ..components.server import LocalLearner, SyncServer
 
     algorithm = scenario.algorithm
-    rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), scenario.cluster.learners)
+    rounds = SyncServer(env, weights, recorder, _round_s(scenario, costs), scenario.cluster.learners,
+                        whole=True)
     name = "collective" if algorithm.average == "allreduce" else "server"
     return server.wire(env, scenario, costs, seed, name, rounds,
                        partial(LocalLearner, period=algorithm.period))

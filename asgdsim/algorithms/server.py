@@ -97,7 +97,7 @@ def _async_server(env, weights, recorder, costs, learners):
 
 def _sync_server(env, weights, recorder, costs, learners):
     from ..components.server import SyncServer
-    return SyncServer(env, weights, recorder, costs.server_update_s, learners)
+    return SyncServer(env, weights, recorder, costs.server_update_s, learners, whole=True)
 
 
 def predict_async(scenario, costs):

@@ -6,7 +6,9 @@ exponential time of mean ``mtbf``, drawn from the unit's own random stream
 ``repair``. Failing interrupts its learners' processes: what a learner holds
 that no server has yet (the step in progress; Downpour's unpushed
 gradients; local SGD's local ones) is lost, counted, never applied. After
-the repair each learner starts its loop again on the newest weights.
+the repair each learner starts its loop again on the newest weights; where
+rounds are of every learner up (sync, allreduce, local SGD) it joins at the
+next round, on that round's weights.
 
 What the learners share learns of it through :class:`Membership`, and
 adapts in one method, ``member_changed(learner, up)``: rounds close with

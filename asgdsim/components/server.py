@@ -73,12 +73,20 @@ class AsyncServer:
 
 class SyncServer:
     """The parameter server of ``sync``: one update per round of all
-    learners (of ``k-async``: of the first ``learners`` to push)."""
+    learners (of ``k-async``: of the first ``learners`` to push).
+
+    Where a round is of every learner up (``whole``: sync, allreduce, local
+    SGD's averaging), a learner that comes back after a failure joins at the
+    next round, as elastic trainers admit workers at a synchronisation
+    point: it starts from that round's weights, and the round in progress
+    does not wait for it. (Were it to wait, a local SGD round of many steps
+    would wait for every learner repaired meanwhile, and a cluster that
+    fails more often than a round takes would never close one.)"""
 
     def __init__(self, env: simpy.Environment, weights: Weights, recorder: Recorder,
-                 update_s: float, learners: int):
+                 update_s: float, learners: int, whole: bool = False):
         self.env, self.weights, self.recorder = env, weights, recorder
-        self.update_s, self.learners = update_s, learners
+        self.update_s, self.learners, self.whole = update_s, learners, whole
         #: one update at a time: k-async's rounds may close while the last
         #: round's update is still being applied
         self.cpu = Link(env, "server_cpu")
@@ -88,8 +96,15 @@ class SyncServer:
         self._arrived: set[int] = set()
         self._need = learners
         self._published = env.event()
-        #: who is up (failures.Membership), where learners fail
+        #: who is up (failures.Membership), where learners fail; the learners
+        #: up that wait to join at the next round (``whole`` only)
         self.membership = None
+        self._joining: set[int] = set()
+
+    def admission(self, learner: int) -> simpy.Event | None:
+        """What a learner that came back waits for before its first step
+        (the round in progress, giving its version), or None."""
+        return self._published if learner in self._joining else None
 
     def exchange(self, learner: int, version_read: int, t_start: float, samples: int) -> Generator:
         """Wait for the round to complete; return the version it produced."""
@@ -111,16 +126,27 @@ class SyncServer:
     def member_changed(self, learner: int, up: bool) -> None:
         """A learner that fails leaves the round (its gradient, if it pushed
         one, stays in it): the round may now be complete. The round's size
-        is its learners, or as many as are up."""
-        self._need = min(self.learners, self.membership.count)
+        is its learners, or as many as are up (and not waiting to join)."""
+        if up and self.whole and self.membership.count > 1 + len(self._joining):
+            self._joining.add(learner)     # others are in a round: it joins the next
+        elif not up:
+            self._joining.discard(learner)
+        self._count_need()
         if not up:
             self._arrived.discard(learner)
             if self._rows and len(self._arrived) >= self._need:
                 self._close()
 
+    def _count_need(self) -> None:
+        if self.membership is not None:
+            self._need = min(self.learners, self.membership.count - len(self._joining))
+
     def _close(self) -> None:
         published = self._published
         self._arrived = set()
+        if self._joining:
+            self._joining = set()
+            self._count_need()
         rows, self._rows, self._published = self._rows, [], self.env.event()
         if self.update_s:
             self.env.process(self._update(rows, published))
@@ -166,7 +192,11 @@ class ServerLearner:
         env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
         next_compute, index, sub_batch, clock = self.compute.__next__, self.index, self.sub_batch, self.clock
         timeout = env.timeout
-        version, t_start = self.start_version, env.now
+        version = self.start_version
+        admission = getattr(server, "admission", None)
+        if admission is not None and (joined := admission(index)) is not None:
+            version = yield joined
+        t_start = env.now
         steps = clock.pushed[index] if clock is not None else 0
         while True:
             if clock is not None:
@@ -207,6 +237,8 @@ class LocalLearner(ServerLearner):
     def run(self) -> Generator:
         env, server, recorder = self.env, self.server, self.server.recorder
         version = self.start_version
+        if (joined := server.admission(self.index)) is not None:
+            version = yield joined
         while True:
             rows = []
             for local_step in range(self.period):

@@ -1078,6 +1078,9 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
         # (a part for a colocated shard of the learner's own node stays inside it)
         message[i] = push.duration_s if push is not None and topo.holds(push, i) else 0.0
+        if message[i] and topo.nodes_per_switch:
+            # or at the server's leaf's down-link, where a fat tree's is slower
+            message[i] = max(message[i], topo.message_s(loop, "server_port_in"))
         to_push = loop.after[:-1] if push is not None else loop.after
         walk = _resolved(topo, loop.before, i)
         if period > 1:

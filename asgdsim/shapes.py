@@ -152,6 +152,8 @@ def _async(sc, costs, whole):
         # links of a fat tree that its messages cross at their own pace
         busy = ("the server is saturated by every group's messages, and its bound leaves "
                 "out the fat tree's links on their way")
+    elif saturated and (hog := _hogging(bare, demands)) is not None:
+        busy = hog
     if busy is not None and "assumptions" not in laws_text:
         laws_text["assumptions"] = f"{OUTSIDE}: {busy}"
     loops = loops_of(sc, costs)
@@ -210,6 +212,22 @@ def _bare_cycles(sc, costs, laws) -> tuple[list[float], list[list[float]]]:
         [loop.demand_s(kind) / topo.instances(kind) for loop in loops]
         for kind in ("server_port_in", "server_port_out")]
     return bare, demands
+
+
+def _hogging(bare, demands) -> str | None:
+    """Why a saturated server is not busy all the time: one group's message
+    holds a port of the server for longer than another group's whole
+    cycle, so while it passes, the other way runs dry (nobody else got in
+    to be answered). The bound fills the busiest port to the brim."""
+    messages = [max(d_in, d_out) for d_in, d_out in zip(*demands[1:])]
+    for i, message in enumerate(messages):
+        for j, cycle in enumerate(bare):
+            if j != i and message > cycle:
+                return (f"group {i}'s messages hold the saturated server's port "
+                        f"{message:.3g} s each, longer than group {j}'s whole cycle "
+                        f"({cycle:.3g} s): while one passes, the other way runs dry, and "
+                        "the server's bound fills its busiest port to the brim")
+    return None
 
 
 def _load(counts, cycles, demands, wait: float) -> float:

@@ -5,15 +5,26 @@ Each layer of the network costs a forward pass and a backward pass (the
 gradient of its input, skipped for the first layer, plus the gradient of its
 weights). A pass takes
 
-    max(FLOPs / (peak x efficiency), bytes / (bandwidth x memory efficiency))
-    + fixed cost per kernel
+    max(FLOPs x (1 + c_half / c) / (peak x efficiency),
+        bytes / (bandwidth x memory efficiency)) + fixed cost per kernel
 
 where the efficiency is what GPUs of that architecture achieve on that kind
 of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
-the rest) per pass, GEMM for fully connected layers. It is the median over
-the measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
-Volta), fitted together with a fixed cost per kernel on the compute-bound
-ones (small kernels pay the fixed cost, large ones approach the efficiency).
+the rest) per pass, GEMM for fully connected layers. It is fitted on the
+measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
+Volta) together with a fixed cost per kernel, on the compute-bound ones
+(small kernels pay the fixed cost, large ones approach the efficiency).
+
+A convolution's efficiency also falls with its narrowest channel count c,
+the lesser of its input and output channels (per group): its matrix
+products are c wide at their narrowest, and a few channels leave most of a
+tile, or of Winograd's batched products, idle. c_half, the width at which
+half the efficiency is lost, is fitted per family and pass with the
+efficiency and fixed cost (0, no dependence, is among the values tried):
+DeepBench's Pascal 3x3 kernels give 8 forward and 128 for the filter
+gradient, so at 32 channels those run at 80 % and 20 % of their wide
+efficiency. Fully connected layers are wide: c is infinite.
+
 Kepler's only kernel figures are the Titan Black's under cuDNN R2, a library
 without Winograd or FFT; Kepler takes Maxwell's efficiencies scaled by the
 Kepler-to-Maxwell ratio that the Titan Black and Titan X show under that
@@ -51,7 +62,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -123,6 +134,7 @@ def kernel_table(extra: str | None = None) -> pd.DataFrame:
     table["family"] = np.where(fft, "fft", np.where(
         conv, [_family(r, s, st) for r, s, st in zip(table["r"], table["s"], table["stride_h"])],
         "gemm"))
+    table["channels"] = np.where(conv, np.minimum(table["c"], table["k"]), np.inf)
     table["peak"] = peak = np.array([_gpu(g).peak_flops for g in table["gpu"]])
     bandwidth = np.array([_gpu(g).memory_bandwidth for g in table["gpu"]])
     compute_s = np.maximum(table["ms"] / 1e3 - LAUNCH_S, 1e-9)
@@ -186,34 +198,52 @@ def _fft_eligible(layer: Layer) -> bool:
 
 #: fewer compute-bound kernels than this in a family: fit its efficiency only
 MIN_KERNELS_FOR_OVERHEAD = 8
+#: the values of c_half the fit tries (see the module's docstring)
+HALF_CHANNELS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
 
 
-def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], tuple[float, float]]:
-    """(efficiency, fixed seconds per kernel) for each (family, pass).
+class Fit(NamedTuple):
+    """How a family of kernels is priced: FLOPs x (1 + half_channels / c) /
+    (peak x efficiency) + overhead_s, for a kernel c channels wide."""
 
-    time = (FLOPs / peak) / efficiency + overhead, fitted by non-negative
-    least squares on relative error, so small and large kernels both count.
-    With few kernels, the median efficiency and the launch cost alone.
+    efficiency: float
+    overhead_s: float
+    half_channels: float = 0.0
+
+
+def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
+    """The :class:`Fit` of each (family, pass).
+
+    For each c_half tried, (1 / efficiency, overhead) by non-negative least
+    squares on relative error, so small and large kernels both count; the
+    c_half with the least error wins. With few kernels, the median
+    efficiency and the launch cost alone.
     """
     from scipy import optimize
 
     rows = rows[rows["compute_bound"]]
     fitted = {}
     for key, group in rows.groupby(["family", "pass"]):
+        if len(group) < MIN_KERNELS_FOR_OVERHEAD:
+            fitted[key] = Fit(float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
+            continue
         seconds = group["ms"].to_numpy() / 1e3
         ideal = group["flops"].to_numpy() / group["peak"].to_numpy()
-        (slope, overhead), _ = optimize.nnls(np.column_stack([ideal / seconds, 1 / seconds]),
-                                             np.ones(len(seconds)))
-        if len(group) >= MIN_KERNELS_FOR_OVERHEAD and slope > 0:
-            fitted[key] = (1.0 / slope, float(overhead))
-        else:
-            fitted[key] = (float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
+        channels = group["channels"].to_numpy(dtype=float)
+        best = (np.inf, None)
+        for half in HALF_CHANNELS:
+            (slope, overhead), residual = optimize.nnls(
+                np.column_stack([ideal * (1 + half / channels) / seconds, 1 / seconds]),
+                np.ones(len(seconds)))
+            if slope > 0 and residual < best[0] * (1 - 1e-9):
+                best = (residual, Fit(1.0 / slope, float(overhead), half))
+        fitted[key] = best[1] or Fit(float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
     return fitted
 
 
 def efficiencies(arch: str, gpu: str | None = None,
-                 extra: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
-    """(efficiency, overhead per kernel) for each (family, pass): fitted on one
+                 extra: str | None = None) -> dict[tuple[str, str], Fit]:
+    """The :class:`Fit` of each (family, pass): fitted on one
     GPU's kernels if it has them and ``gpu`` is given, else on its
     architecture's."""
     _follow_catalog()
@@ -226,7 +256,7 @@ def efficiencies(arch: str, gpu: str | None = None,
 
 @cache
 def _fitted(arch: str, gpu: str | None = None,
-            extra: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+            extra: str | None = None) -> dict[tuple[str, str], Fit]:
     """:func:`efficiencies`, fitted afresh from the tables."""
     table = kernel_table(extra)
     if gpu is not None and (table["gpu"] == gpu).any():
@@ -241,8 +271,8 @@ def _fitted(arch: str, gpu: str | None = None,
         # modern efficiencies, scaled by how Kepler fares against Maxwell
         # under one library (Titan Black against Titan X, both cuDNN R2)
         ratio = kepler_to_maxwell()
-        return {key: (efficiency * ratio, overhead)
-                for key, (efficiency, overhead) in _fitted("maxwell").items()}
+        return {key: fit._replace(efficiency=fit.efficiency * ratio)
+                for key, fit in _fitted("maxwell").items()}
     arch = arch if (table["arch"] == arch).any() else ASSUMED_LIKE.get(arch, "pascal")
     fitted = _fit(table[table["arch"] == arch])
     # FFT kernels were measured on Maxwell only (fbfft); later architectures
@@ -280,10 +310,10 @@ def gpu_pass_time(nbytes: float, gpu: GpuSpec, streams: int) -> float:
     return streams * nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)
 
 
-def _pass_time(flops: float, nbytes: float, fit: tuple[float, float], gpu: GpuSpec) -> float:
-    efficiency, overhead = fit
-    return max(flops / (gpu.peak_flops * efficiency),
-               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + overhead
+def _pass_time(flops: float, nbytes: float, fit: Fit, gpu: GpuSpec,
+               channels: float = math.inf) -> float:
+    return max(flops * (1 + fit.half_channels / channels) / (gpu.peak_flops * fit.efficiency),
+               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + fit.overhead_s
 
 
 @dataclass(frozen=True)
@@ -363,6 +393,8 @@ class KernelModel:
         weights = BYTES * layer.params
         inputs, outputs = n * BYTES * layer.in_values, n * BYTES * layer.out_values
         family = "gemm" if layer.op == "fc" else _family(*layer.kernel, layer.stride)
+        channels = (min(layer.in_shape[0], layer.out_shape[0]) / layer.groups
+                    if layer.op == "conv" else math.inf)
         if layer.op == "conv":
             key = ("conv", *layer.in_shape, layer.out_shape[0], *layer.kernel, *layer.pad,
                    layer.stride)
@@ -377,10 +409,10 @@ class KernelModel:
             """The calibrated roofline at ``batch`` (the autotuner's best algorithm)."""
             scale = batch / n
             fit = eff[(family, "fwd" if family == "gemm" else pass_)]
-            best = _pass_time(flops * scale, traffic_at(pass_, batch), fit, gpu)
+            best = _pass_time(flops * scale, traffic_at(pass_, batch), fit, gpu, channels)
             if fft_flops is not None and ("fft", pass_) in eff:
                 best = min(best, _pass_time(fft_flops * scale, traffic_at(pass_, batch),
-                                            eff[("fft", pass_)], gpu))
+                                            eff[("fft", pass_)], gpu, channels))
             return best
 
         def traffic_at(pass_: str, batch: int) -> float:
@@ -486,14 +518,27 @@ def fit_digest() -> str:
     return digest.hexdigest()
 
 
+_refitting = False
+
+
 def fresh_fits() -> dict:
-    """Every architecture's fits and every measured GPU's own, as fitted.json holds them."""
-    table = kernel_table()
-    archs = {spec["architecture"] for spec in catalog.entries("gpus").values()} | set(ASSUMED_LIKE)
-    measured = sorted(str(g) for g in table["gpu"].unique())
-    fits = {arch: _fitted(arch) for arch in sorted(archs)}
-    fits |= {gpu: _fitted(_gpu(gpu).architecture, gpu) for gpu in measured}
-    framework = _fitted_overheads()
+    """Every architecture's fits and every measured GPU's own, as fitted.json
+    holds them, all fitted afresh: the framework's overheads are fitted on
+    kernels priced by the fresh fits, not by a stored file whose digest
+    cannot see a change to the fitting code."""
+    global _refitting
+    _refitting = True
+    _fitted_overheads.cache_clear()
+    try:
+        table = kernel_table()
+        archs = {spec["architecture"] for spec in catalog.entries("gpus").values()} | set(ASSUMED_LIKE)
+        measured = sorted(str(g) for g in table["gpu"].unique())
+        fits = {arch: _fitted(arch) for arch in sorted(archs)}
+        fits |= {gpu: _fitted(_gpu(gpu).architecture, gpu) for gpu in measured}
+        framework = _fitted_overheads()
+    finally:
+        _refitting = False
+        _fitted_overheads.cache_clear()
     return {"digest": fit_digest(), "measured": measured,
             "fits": {key: [[family, pass_, *fit] for (family, pass_), fit in fit_of.items()]
                      for key, fit_of in fits.items()},
@@ -552,14 +597,14 @@ def _shipped_file() -> dict | None:
     if data.get("digest") != fit_digest():
         return None
     return {"measured": set(data["measured"]),
-            "fits": {key: {(family, pass_): (eff, overhead) for family, pass_, eff, overhead in rows}
+            "fits": {key: {(family, pass_): Fit(*fit) for family, pass_, *fit in rows}
                      for key, rows in data["fits"].items()},
             "framework": Overheads(*data["framework"])}
 
 
 def shipped_fits() -> dict | None:
     """The stored fits, or None where they do not apply (see above)."""
-    if os.environ.get(catalog.USER_CATALOG):
+    if os.environ.get(catalog.USER_CATALOG) or _refitting:
         return None
     return _shipped_file()
 

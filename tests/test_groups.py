@@ -209,12 +209,12 @@ def test_shipped_mixed_scenario_says_what_it_does():
                                  / "scenarios" / "mixed-k80-p100-async.yaml"))
     k80, p100 = res.summary["groups"]
     assert (k80["learners"], p100["learners"]) == (32, 16)
-    assert round(k80["mean_step_s"], 2) == 0.66 and round(p100["mean_step_s"], 2) == 0.16
-    assert round(100 * p100["throughput_share"]) == 67
+    assert round(k80["mean_step_s"], 2) == 0.65 and round(p100["mean_step_s"], 2) == 0.16
+    assert round(100 * p100["throughput_share"]) == 68
     staleness = res.gradients.groupby("group")["staleness"].mean()
     assert round(staleness[0]) == 97 and round(staleness[1]) == 23
-    assert [round(g["staleness_mean"]) for g in res.prediction.groups] == [97, 23]
-    assert round(res.summary["epoch_time_s"]) == 267
+    assert [round(g["staleness_mean"]) for g in res.prediction.groups] == [98, 23]
+    assert round(res.summary["epoch_time_s"]) == 265
 
 
 BASE_CLUSTER = {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"}, {"nodes": 1, "gpu": "P100"}]}
@@ -524,7 +524,7 @@ def test_sprint_groups_in_phase_are_outside_the_put_together_form():
 @pytest.mark.parametrize("network, sub_batch, inside", [
     ("10gbe", 64, True),      # saturated: one queue for all, every cycle waits as long
     ("ib-fdr", 256, True),    # a server a fifth busy: each group's queue as if alone
-    ("25gbe", 128, False),    # 73 % busy: the others' messages lengthen each queue
+    ("25gbe", 96, False),     # 69 % busy: the others' messages lengthen each queue
 ])
 def test_async_groups_share_the_servers_queue(network, sub_batch, inside):
     from asgdsim.agreement import check

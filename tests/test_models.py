@@ -96,18 +96,35 @@ def test_a_measured_convolution_takes_its_measured_time():
     assert measured[largest] < layer.forward_s < 3 * measured[largest]
 
 
-def test_fit_recovers_efficiency_and_fixed_cost():
-    """Kernels timed as FLOPs / (peak x 0.5) + 30 us give back (0.5, 30 us)."""
+@pytest.mark.parametrize("half", [0.0, 16.0])
+def test_fit_recovers_efficiency_fixed_cost_and_the_channels_dependence(half):
+    """Kernels timed as FLOPs (1 + half / c) / (peak x 0.5) + 30 us, c
+    channels wide, give back (0.5, 30 us, half)."""
     import pandas as pd
     from asgdsim.compute import _fit
     flops = np.geomspace(1e8, 1e12, 12)
+    channels = np.resize([8.0, 32.0, 128.0, 512.0], 12)
     peak = 1e13
     table = pd.DataFrame({"family": "conv", "pass": "fwd", "compute_bound": True,
-                          "flops": flops, "peak": peak,
-                          "ms": 1e3 * (flops / (peak * 0.5) + 30e-6)})
+                          "flops": flops, "peak": peak, "channels": channels,
+                          "ms": 1e3 * (flops * (1 + half / channels) / (peak * 0.5) + 30e-6)})
     table["efficiency"] = table["flops"] / (table["ms"] / 1e3 * peak)
-    efficiency, overhead = _fit(table)[("conv", "fwd")]
-    assert efficiency == pytest.approx(0.5) and overhead == pytest.approx(30e-6)
+    fit = _fit(table)[("conv", "fwd")]
+    assert fit.efficiency == pytest.approx(0.5) and fit.overhead_s == pytest.approx(30e-6)
+    assert fit.half_channels == half
+
+
+def test_narrow_convolutions_run_below_the_wide_efficiency():
+    # DeepBench's Pascal 3x3 stride-1 kernels: the filter gradient of 32
+    # channels reaches a small share of the efficiency of 512
+    from asgdsim.compute import efficiencies
+    fit = efficiencies("pascal")[("conv3x3s1", "bwd_filter")]
+    assert fit.half_channels >= 32
+    table = kernel_table()
+    rows = table[(table.arch == "pascal") & (table.family == "conv3x3s1")
+                 & (table["pass"] == "bwd_filter") & table.compute_bound]
+    narrow, wide = rows[rows.channels <= 32], rows[rows.channels >= 256]
+    assert narrow.efficiency.median() < 0.5 * wide.efficiency.median()
 
 
 def test_kepler_is_maxwell_scaled_by_the_same_library_ratio():
@@ -115,8 +132,8 @@ def test_kepler_is_maxwell_scaled_by_the_same_library_ratio():
     ratio = kepler_to_maxwell()
     # convnet-benchmarks, cuDNN R2: Titan Black L1-L5 against Titan X, per peak FLOP/s
     assert 0.80 < ratio < 0.95
-    for key, (efficiency, overhead) in efficiencies("kepler").items():
-        assert efficiency == pytest.approx(efficiencies("maxwell")[key][0] * ratio)
+    for key, fit in efficiencies("kepler").items():
+        assert fit.efficiency == pytest.approx(efficiencies("maxwell")[key].efficiency * ratio)
     # the Titan Black keeps its own measured (cuDNN R2) figures: no FFT borrowed
     assert ("fft", "fwd") not in efficiencies("kepler", "TitanBlack")
 

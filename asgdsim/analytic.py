@@ -393,17 +393,19 @@ def _node_contention(util: dict[str, float], law: Law, overhead_s: float) -> str
 
 def _reshuffled(util: dict[str, float], law: Law, spacing_s: float) -> str | None:
     """The skeleton's schedule spaces the learners' turns at the busiest
-    shared resource ``spacing_s`` apart; a step whose noise is wider than
-    that reshuffles their order every step, and where the resource is busy
-    short of saturation (which sets the pace itself) they queue in random
-    turns that neither the schedule nor mean-value analysis (whose arrivals
-    are only as random as a learner's cycle) holds."""
+    shared resource ``spacing_s`` apart; where two neighbours' steps differ
+    by more than that (their difference has sd sqrt(2) x a step's) their
+    order reshuffles every step, and where the resource is busy short of
+    saturation (which sets the pace itself) they queue in random turns that
+    neither the schedule nor mean-value analysis (whose arrivals are only as
+    random as a learner's cycle) holds."""
     if not util:
         return None
     busiest = max(util, key=util.get)
-    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and law.std > spacing_s:
-        return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy and a step's noise "
-                f"({law.std:.3g} s) is wider than the learners' turns at it ({spacing_s:.3g} s "
+    apart = math.sqrt(2.0) * law.std
+    if CONTENTION_UTILISATION <= util[busiest] < 0.97 and apart > spacing_s:
+        return (f"{OUTSIDE}: {busiest} is {util[busiest]:.0%} busy and two learners' steps "
+                f"differ by {apart:.3g} s (sd), more than their turns at it ({spacing_s:.3g} s "
                 "apart): they queue in random turns, which the schedule does not hold")
     return None
 

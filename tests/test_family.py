@@ -309,3 +309,28 @@ def test_k_async_with_half_the_learners_a_round_keeps_no_drift(learners, k, law)
     gaps = np.diff(res.updates["t"].to_numpy())[500:]
     assert abs(pred.t_update_s - gaps.mean()) <= 0.03 * gaps.mean() + Z * batch_means_se(gaps)
     assert "assumptions" not in pred.laws
+
+
+def test_neighbours_whose_steps_differ_by_more_than_their_turns_are_labelled():
+    # softsync on 7 p2.xlarge nodes: the server's ports 95 % busy, turns at
+    # them 0.32 s apart; a step's noise (sd 0.29 s) is under that, but two
+    # neighbours' steps differ by sqrt(2) x 0.29 = 0.41 s, so their order
+    # reshuffles and they queue in random turns: 8 % apart, unlabelled
+    # before (agreement draw, seed 9 random-133)
+    from asgdsim.scenario import scenario_from_dict
+
+    data = {"name": "reshuffled", "seed": 1734331842,
+            "workload": {"model": "resnet18", "dataset_samples": 1050112, "sub_batch": 256},
+            "cluster": {"machine": "aws-p2.xlarge", "nodes": 7,
+                        "topology": {"kind": "fat-tree", "nodes_per_switch": 4,
+                                     "oversubscription": 4.0}},
+            "algorithm": {"kind": "softsync", "n": 1},
+            "timing": {"compute": "roofline", "jitter": {"distribution": "uniform", "cv": 0.187},
+                       "communication": "modelled"},
+            "stop": {"updates": 586}}
+    why = predict(scenario_from_dict(data, source="reshuffled")).outside_assumptions
+    assert why is not None and "they queue in random turns" in why
+    # the same cluster with steps a third as noisy keeps the schedule's turns
+    data["timing"]["jitter"]["cv"] = 0.06
+    steady = predict(scenario_from_dict(data, source="reshuffled")).outside_assumptions
+    assert "random turns" not in (steady or "")

@@ -10,6 +10,13 @@ wall clock on the CPU. The rows come out in the format of the package's
 kernels: ``write_steps`` keeps them for ``timing.compute: {empirical: FILE}``
 and ``asgdsim fit``. PyTorch is an optional dependency
 (``pip install 'asgdsim[profile]'``).
+
+The rows must mean what the shipped tables mean: FP32 kernels of the
+convolution or product alone, at the algorithm an autotuner picks. So the
+layers have no bias (DeepBench times none), cuDNN autotunes
+(``cudnn.benchmark``, as frameworks run it), and TF32 is off while timing:
+PyTorch lets cuDNN's convolutions use TF32 tensor cores by default, and an
+Ampere or Hopper table would otherwise price FP32 at TF32's speed.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import csv
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from .atomic import atomic_text, atomic_write
@@ -49,8 +57,20 @@ def _module(torch, layer: Layer):
     nn = torch.nn
     if layer.op == "conv":
         return nn.Conv2d(layer.in_shape[0], layer.out_shape[0], layer.kernel, layer.stride,
-                         layer.pad, groups=layer.groups)
-    return nn.Linear(layer.in_values, layer.out_values)
+                         layer.pad, groups=layer.groups, bias=False)
+    return nn.Linear(layer.in_values, layer.out_values, bias=False)
+
+
+@contextmanager
+def _fp32_autotuned(torch):
+    """TF32 off and cuDNN autotuning on while timing; the caller's settings after."""
+    flags = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = (flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32)
+    flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = True, False, False
+    try:
+        yield
+    finally:
+        flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = saved
 
 
 def _passes(torch, module, x) -> dict[str, Callable[[], object]]:
@@ -80,6 +100,12 @@ def measure(model: ModelSpec, batch: int, gpu: str, device: str = "cpu",
     pass (element-wise layers and the framework's own time are not in it)."""
     import torch  # optional dependency: imported only when profiling
 
+    with _fp32_autotuned(torch):
+        return _measure(torch, model, batch, gpu, device, warmup, repeats)
+
+
+def _measure(torch, model: ModelSpec, batch: int, gpu: str, device: str,
+             warmup: int, repeats: int) -> tuple[list[dict], list[float]]:
     timed = _timer(torch, device)
     library = f"PyTorch {torch.__version__} ({device})"
     rows, steps = [], [0.0] * repeats

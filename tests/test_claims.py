@@ -156,6 +156,13 @@ CLAIMS = [
     ("README.md", "to {:.3f} s, and its mean", summary(FAT, "analytic", "t_update_s")),
     ("README.md", "mini-batch from {:.0f} to", summary(T25, "minibatch", "mean")),
     ("README.md", "to {:.0f} samples, in the same", summary(FAT, "minibatch", "mean")),
+    # the H200's FP32 steps measured here, against the cost model
+    *[("README.md", f"| {model} | {batch} | {measured} | {{:.1f}} |",
+       lambda run, model=model, batch=batch: 1e3 * asgdsim.step_time("H200", model, batch))
+      for model, batch, measured in [("resnet18", 64, 24.4), ("resnet50", 16, 22.5),
+                                     ("resnet50", 64, 68.9), ("resnet50", 128, 128.3),
+                                     ("inception3", 16, 36.5), ("inception3", 64, 108.2),
+                                     ("inception3", 128, 205.8), ("vgg16", 64, 98.3)]],
 ]
 
 

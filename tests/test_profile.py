@@ -88,3 +88,31 @@ def test_profile_keeps_each_repeats_step_for_replay_and_fit(tmp_path, capsys):
     assert "distribution:" in capsys.readouterr().out
     sc = make(timing__compute={"empirical": str(steps)})
     assert costs_of(sc).compute.mean == pytest.approx(measured.mean())
+
+
+def test_profile_times_fp32_autotuned_kernels_without_bias(monkeypatch):
+    # the rows mean what the shipped tables mean: no TF32 (PyTorch's default
+    # for cuDNN convolutions), cuDNN autotuned, the product alone
+    import torch
+
+    from asgdsim import profile
+    from asgdsim.specs import catalog_model
+
+    seen = []
+    real_timer = profile._timer
+
+    def spying_timer(torch_, device):
+        seen.append((torch_.backends.cudnn.benchmark, torch_.backends.cudnn.allow_tf32,
+                     torch_.backends.cuda.matmul.allow_tf32))
+        return real_timer(torch_, device)
+
+    monkeypatch.setattr(profile, "_timer", spying_timer)
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    model = catalog_model("alexnet")
+    profile.measure(model, 1, "K80", repeats=1, warmup=0)
+    assert seen == [(True, False, False)]
+    # and the caller's settings are back
+    assert torch.backends.cudnn.allow_tf32 and not torch.backends.cudnn.benchmark
+    assert all(profile._module(torch, layer).bias is None
+               for layer in model.graph if layer.op in ("conv", "fc"))

@@ -12,7 +12,9 @@ where the efficiency is what GPUs of that architecture achieve on that kind
 of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
 the rest) per pass, GEMM for fully connected layers. It is fitted on the
 measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
-Volta) together with a fixed cost per kernel, on the compute-bound ones
+Volta) and ``kernels_profiled.csv`` (Hopper: an H200 this project timed
+with ``asgdsim profile``) together with a fixed cost per kernel, on the
+compute-bound ones
 (small kernels pay the fixed cost, large ones approach the efficiency).
 
 A convolution's efficiency also falls with its narrowest channel count c,
@@ -29,8 +31,8 @@ Kepler's only kernel figures are the Titan Black's under cuDNN R2, a library
 without Winograd or FFT; Kepler takes Maxwell's efficiencies scaled by the
 Kepler-to-Maxwell ratio that the Titan Black and Titan X show under that
 same library (0.86), and the Titan Black keeps its own measured figures.
-Ampere and Hopper have no public kernel tables here: they are assumed to
-reach Volta's FP32 efficiencies.
+Ampere has no kernel table here: it is assumed to reach Volta's FP32
+efficiencies.
 
 With ``timing.compute: table`` a GPU that has its own measurements uses its
 own efficiencies, and a convolution whose exact geometry was measured on it
@@ -85,11 +87,14 @@ LAUNCH_S = 10e-6
 #: on Titan X: ReLU1 69 %, pool1 42 % of 336.5 GB/s)
 MEMORY_EFFICIENCY = 0.6
 #: architectures without kernel tables, and the one whose efficiencies they take
-ASSUMED_LIKE = {"ampere": "volta", "hopper": "volta", "unknown": "pascal"}
+ASSUMED_LIKE = {"ampere": "volta", "unknown": "pascal"}
 PASSES = ("fwd", "bwd_data", "bwd_filter")
 #: kernel tables whose algorithm cuDNN's heuristic chose, not a timed search:
 #: DeepBench's cuDNN 5 sheets (see the module's docstring)
 HEURISTIC_TABLES = re.compile(r"^CUDA [\d.]+ / cuDNN 5$")
+#: the shipped kernel tables: public measurements, and the devices this
+#: project profiled (``asgdsim profile``, a source per row)
+KERNEL_TABLES = ("kernels.csv", "kernels_profiled.csv")
 
 
 @dataclass(frozen=True)
@@ -105,13 +110,16 @@ class LayerTime:
 
 @cache
 def kernel_table(extra: str | None = None) -> pd.DataFrame:
-    """The measured kernels shipped with the package (see build_kernels.py),
-    and those of a user's table (``asgdsim profile``) if ``extra`` names one."""
+    """The measured kernels shipped with the package (the public tables of
+    build_kernels.py, and the devices this project profiled), and those of a
+    user's table (``asgdsim profile``) if ``extra`` names one."""
     import pandas as pd   # half a second to import: only where a fit is made
 
-    path = resources.files("asgdsim.catalog").joinpath("kernels.csv")
-    with resources.as_file(path) as p:
-        table = pd.read_csv(p)
+    shipped = []
+    for name in KERNEL_TABLES:
+        with resources.as_file(resources.files("asgdsim.catalog").joinpath(name)) as p:
+            shipped.append(pd.read_csv(p))
+    table = pd.concat(shipped, ignore_index=True)
     if extra is not None:
         table = pd.concat([table, read_user_table(extra)], ignore_index=True)
     table["algo"] = table["algo"].fillna("")
@@ -506,7 +514,7 @@ def _follow_catalog() -> None:
 # make them be fitted afresh. tests/test_catalog.py keeps the file current:
 #     python -m asgdsim.catalog.refit
 
-FIT_INPUTS = ("kernels.csv", "same_library.csv", "gpus.yaml", "models.yaml", "whole_network.csv")
+FIT_INPUTS = (*KERNEL_TABLES, "same_library.csv", "gpus.yaml", "models.yaml", "whole_network.csv")
 FITTED = "fitted.json"
 
 

@@ -3,8 +3,8 @@
 ``profile_model`` builds each convolution and fully connected layer of a
 network as a PyTorch module on the chosen device and times its three passes
 separately (forward, gradient of the input, gradient of the weights): warm-up
-runs, then the median of repeats, timed with CUDA events on a GPU and the
-wall clock on the CPU. The rows come out in the format of the package's
+runs, then the median of repeats, timed by CUPTI on a GPU (the kernels'
+own time, the host's launch left out) and by the wall clock on the CPU. The rows come out in the format of the package's
 ``kernels.csv``, so a scenario can use them through
 ``timing.kernel_table``. Each repeat's passes summed are one step's
 kernels: ``write_steps`` keeps them for ``timing.compute: {empirical: FILE}``
@@ -36,21 +36,40 @@ from .specs import ModelSpec
 __all__ = ["profile_model", "measure", "write_table", "write_steps"]
 
 
+#: calls of a pass under one CUDA profiling session (its time is their mean)
+CALLS_PER_TIMING = 5
+
+
 def _timer(torch, device: str) -> Callable[[Callable[[], object]], float]:
     if device.startswith("cuda"):
+        from torch.profiler import ProfilerActivity, profile
+
         def timed(fn: Callable[[], object]) -> float:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
+            # the kernels' own time on the GPU (CUPTI): events around one
+            # call would add the host's launch, which on a fast GPU is
+            # longer than a short kernel (and the framework's floor prices)
             torch.cuda.synchronize()
-            return start.elapsed_time(end)          # ms
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(CALLS_PER_TIMING):
+                    fn()
+                torch.cuda.synchronize()
+            return _kernel_ms(prof) / CALLS_PER_TIMING
     else:
         def timed(fn: Callable[[], object]) -> float:
             start = time.perf_counter()
             fn()
             return 1e3 * (time.perf_counter() - start)
     return timed
+
+
+def _kernel_ms(prof) -> float:
+    """Milliseconds of every kernel a CUDA profiling session recorded."""
+    total_us = 0.0
+    for event in prof.key_averages():
+        # self_cuda_time_total before PyTorch 2.4
+        total_us += getattr(event, "self_device_time_total", None) or \
+            getattr(event, "self_cuda_time_total", 0.0)
+    return total_us / 1e3
 
 
 def _module(torch, layer: Layer):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from asgdsim import step_time
-from asgdsim.compute import KernelModel, efficiencies, kernel_table
+from asgdsim.compute import KernelModel, _gpu, efficiencies, kernel_table
 from asgdsim.layers import LayerError, compile_layers
 from asgdsim.scenario import ScenarioError, catalog_model
 from asgdsim.zoo import BUILDERS, vgg_like
@@ -139,9 +139,21 @@ def test_kepler_is_maxwell_scaled_by_the_same_library_ratio():
 
 
 def test_architectures_without_tables_borrow_voltas():
-    assert efficiencies("hopper") == efficiencies("volta") == efficiencies("ampere")
+    assert efficiencies("ampere") == efficiencies("volta")
     table = kernel_table()
-    assert not (table.arch == "hopper").any()
+    assert not (table.arch == "ampere").any()
+
+
+def test_hopper_is_priced_by_the_h200_this_project_profiled():
+    # FP32 kernels timed by CUPTI on an H200 (kernels_profiled.csv): Hopper's
+    # own fit, and the H200's own layers at their measured times
+    table = kernel_table()
+    h200 = table[table.gpu == "H200"]
+    assert len(h200) > 700 and (h200.arch == "hopper").all()
+    assert h200.source.str.contains("this project").all()
+    assert efficiencies("hopper") != efficiencies("volta")
+    layer = KernelModel(use_tables=True).breakdown(_gpu("H200"), catalog_model("resnet50"), 64)[0]
+    assert layer.source == "table"
 
 
 def test_step_time_grows_with_batch_and_shrinks_with_a_faster_gpu():

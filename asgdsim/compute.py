@@ -239,7 +239,8 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
         ideal = group["flops"].to_numpy() / group["peak"].to_numpy()
         channels = group["channels"].to_numpy(dtype=float)
         best = (np.inf, None)
-        for half in HALF_CHANNELS:
+        # (matrix products are wide: c infinite, every c_half alike)
+        for half in HALF_CHANNELS if np.isfinite(channels).any() else (0.0,):
             (slope, overhead), residual = optimize.nnls(
                 np.column_stack([ideal * (1 + half / channels) / seconds, 1 / seconds]),
                 np.ones(len(seconds)))

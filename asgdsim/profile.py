@@ -66,9 +66,10 @@ def _kernel_ms(prof) -> float:
     """Milliseconds of every kernel a CUDA profiling session recorded."""
     total_us = 0.0
     for event in prof.key_averages():
-        # self_cuda_time_total before PyTorch 2.4
-        total_us += getattr(event, "self_device_time_total", None) or \
-            getattr(event, "self_cuda_time_total", 0.0)
+        us = getattr(event, "self_device_time_total", None)
+        if us is None:                      # its name before PyTorch 2.4
+            us = getattr(event, "self_cuda_time_total", 0.0)
+        total_us += us
     return total_us / 1e3
 
 
@@ -82,14 +83,27 @@ def _module(torch, layer: Layer):
 
 @contextmanager
 def _fp32_autotuned(torch):
-    """TF32 off and cuDNN autotuning on while timing; the caller's settings after."""
-    flags = torch.backends.cudnn, torch.backends.cuda.matmul
-    saved = (flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32)
-    flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = True, False, False
+    """TF32 off and cuDNN autotuning on while timing; the caller's settings after.
+
+    PyTorch 2.9 and later set TF32 per backend (``fp32_precision``) and
+    refuse a mix with the older ``allow_tf32`` flags, so the newer are used
+    where they exist."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    conv = getattr(cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        flags = [(cudnn, "benchmark", True), (conv, "fp32_precision", "ieee"),
+                 (matmul, "fp32_precision", "ieee")]
+    else:
+        flags = [(cudnn, "benchmark", True), (cudnn, "allow_tf32", False),
+                 (matmul, "allow_tf32", False)]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        flags[0].benchmark, flags[0].allow_tf32, flags[1].allow_tf32 = saved
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 def _passes(torch, module, x) -> dict[str, Callable[[], object]]:

@@ -204,9 +204,41 @@ def test_a_learner_back_from_repair_joins_at_the_next_round():
         if np.isnan(up) or mine.empty:
             continue            # still down at the end, or failed before it pushed
         # it starts at once where nobody else is in a round, else at the
-        # update of the round in progress, from its weights
+        # update of the round in progress, from its weights, or when that
+        # round's last learner fails before the round closes
         first = mine.min()
         if first != pytest.approx(up):
-            assert first == pytest.approx(update_t[update_t >= up][0])
+            failed = out["down_s"][(out["down_s"] >= up) & (out["learner"] != learner)]
+            assert first == pytest.approx(update_t[update_t >= up][0]) \
+                or np.isclose(failed, first, rtol=0, atol=1e-9).any()
             joined_late += 1
     assert joined_late >= 3
+
+
+def test_learners_waiting_to_join_start_when_the_round_loses_its_last_learner():
+    # A is repaired while B is in a round, so A waits to join the next; B
+    # fails before it pushes: no round is left to close, and A starts at
+    # once on the weights as they are, not when B is repaired
+    import simpy
+
+    from asgdsim.components.server import SyncServer
+
+    class Up:
+        count = 0
+
+    class Weights:
+        version = 7
+
+    env = simpy.Environment()
+    server = SyncServer(env, Weights(), recorder=None, update_s=0.0, learners=2, whole=True)
+    server.membership = Up()
+    Up.count = 1                          # B is up, in a round
+    server.member_changed(0, up=False)    # A was down: nothing to close
+    Up.count = 2
+    server.member_changed(0, up=True)     # A is back: it waits to join
+    joined = server.admission(0)
+    assert joined is not None and not joined.triggered
+    Up.count = 1
+    server.member_changed(1, up=False)    # B fails before pushing
+    assert joined.triggered and joined.value == 7
+    assert server.admission(0) is None and server._need == 1

@@ -90,9 +90,20 @@ def test_profile_keeps_each_repeats_step_for_replay_and_fit(tmp_path, capsys):
     assert costs_of(sc).compute.mean == pytest.approx(measured.mean())
 
 
+def _fp32_flags(torch):
+    """(autotuned, TF32 allowed for convolutions, for matrix products)."""
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):       # PyTorch 2.9+
+        return (torch.backends.cudnn.benchmark, conv.fp32_precision == "tf32",
+                torch.backends.cuda.matmul.fp32_precision == "tf32")
+    return (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+            torch.backends.cuda.matmul.allow_tf32)
+
+
 def test_profile_times_fp32_autotuned_kernels_without_bias(monkeypatch):
     # the rows mean what the shipped tables mean: no TF32 (PyTorch's default
-    # for cuDNN convolutions), cuDNN autotuned, the product alone
+    # for cuDNN convolutions), cuDNN autotuned, the product alone; and the
+    # caller's settings come back, after an error too
     import torch
 
     from asgdsim import profile
@@ -102,17 +113,35 @@ def test_profile_times_fp32_autotuned_kernels_without_bias(monkeypatch):
     real_timer = profile._timer
 
     def spying_timer(torch_, device):
-        seen.append((torch_.backends.cudnn.benchmark, torch_.backends.cudnn.allow_tf32,
-                     torch_.backends.cuda.matmul.allow_tf32))
+        seen.append(_fp32_flags(torch_))
         return real_timer(torch_, device)
 
     monkeypatch.setattr(profile, "_timer", spying_timer)
-    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    before = _fp32_flags(torch)
     model = catalog_model("alexnet")
     profile.measure(model, 1, "K80", repeats=1, warmup=0)
-    assert seen == [(True, False, False)]
-    # and the caller's settings are back
-    assert torch.backends.cudnn.allow_tf32 and not torch.backends.cudnn.benchmark
+    assert seen == [(True, False, False)] and _fp32_flags(torch) == before
+    monkeypatch.setattr(profile, "_module", lambda *_: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        profile.measure(model, 1, "K80", repeats=1, warmup=0)
+    assert _fp32_flags(torch) == before
+    monkeypatch.undo()
     assert all(profile._module(torch, layer).bias is None
                for layer in model.graph if layer.op in ("conv", "fc"))
+
+
+def test_a_cuda_profile_sums_its_kernels_device_time():
+    from asgdsim.profile import _kernel_ms
+
+    class Event:
+        def __init__(self, us):
+            self.self_device_time_total = us
+
+    class Old:                      # before PyTorch 2.4
+        self_cuda_time_total = 250.0
+
+    class Profile:
+        def key_averages(self):
+            return [Event(1000.0), Event(0.0), Event(500.0), Old()]
+
+    assert _kernel_ms(Profile()) == pytest.approx(1.75)

@@ -3,7 +3,8 @@ prediction need not import pandas and scipy.optimize to refit them.
 
     python -m asgdsim.catalog.refit
 
-Run it after changing kernels.csv, same_library.csv, gpus.yaml or the
+Run it after changing any file of ``compute.FIT_INPUTS`` (the kernel
+tables, same_library.csv, gpus.yaml, models.yaml, whole_network.csv) or the
 fitting code; tests/test_catalog.py fails while the file is stale.
 """
 

@@ -136,6 +136,14 @@ class SyncServer:
             self._arrived.discard(learner)
             if self._rows and len(self._arrived) >= self._need:
                 self._close()
+            elif self._joining and self._need == 0:
+                # the round's last learner failed: nobody is left to close
+                # it, so those waiting to join start now, on the weights as
+                # they are
+                published, self._published = self._published, self.env.event()
+                self._joining = set()
+                self._count_need()
+                published.succeed(self.weights.version)
 
     def _count_need(self) -> None:
         if self.membership is not None:

@@ -334,3 +334,24 @@ def test_neighbours_whose_steps_differ_by_more_than_their_turns_are_labelled():
     data["timing"]["jitter"]["cv"] = 0.06
     steady = predict(scenario_from_dict(data, source="reshuffled")).outside_assumptions
     assert "random turns" not in (steady or "")
+
+
+def test_k_sync_whose_server_cannot_send_every_learner_the_weights_is_labelled():
+    # K = 2 of 32 learners on 4 p2.8xlarge nodes, AlexNet's 244 MB over
+    # 10 Gb/s: a round is bounded by every learner of a node pulling and
+    # reading through its port, but the server's port reaches about 8 of
+    # the 32 a round, so only those pull and read again (simulated 0.39 s a
+    # round against 1.66 s: 53 % apart, unlabelled; agreement seed 11 #71)
+    from asgdsim.scenario import scenario_from_dict
+
+    data = {"name": "k-sync-pulls", "seed": 1851421663,
+            "workload": {"model": "alexnet", "dataset_samples": 768000, "sub_batch": 128},
+            "cluster": {"machine": "aws-p2.8xlarge", "nodes": 4,
+                        "topology": {"kind": "fat-tree", "nodes_per_switch": 1,
+                                     "oversubscription": 1.0}},
+            "algorithm": {"kind": "k-sync", "k": 2},
+            "timing": {"compute": {"distribution": "gamma", "mean": "10.41 ms", "cv": 0.582},
+                       "communication": "modelled"},
+            "stop": {"updates": 6000}}
+    why = predict(scenario_from_dict(data, source="k-sync-pulls")).outside_assumptions
+    assert why is not None and "which of them pull and read is not modelled" in why

@@ -161,6 +161,14 @@ def predict(scenario, costs):
             steady = turn
             epoch_law += ("; every learner's pull and read through its node's busiest resource "
                           "each round, slower")
+            out = topo.message_s(loop_, "server_port_out")
+            if L * out > steady:
+                # the server's port cannot send every learner the weights in
+                # such a round: only those it reaches pull and read again
+                outside = (f"{OUTSIDE}: a node's busiest resource bounds the round only where "
+                           f"all its learners pull and read every round, and the server's port "
+                           f"sends the weights to about {steady / out:.3g} of the {L} learners "
+                           "a round: which of them pull and read is not modelled")
     if not _ideal(scenario):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the

@@ -14,8 +14,8 @@ the rest) per pass, GEMM for fully connected layers. It is fitted on the
 measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
 Volta) and ``kernels_profiled.csv`` (Hopper: an H200 this project timed
 with ``asgdsim profile``) together with a fixed cost per kernel, on the
-compute-bound ones
-(small kernels pay the fixed cost, large ones approach the efficiency).
+compute-bound ones (small kernels pay the fixed cost, large ones approach
+the efficiency).
 
 A convolution's efficiency also falls with its narrowest channel count c,
 the lesser of its input and output channels (per group): its matrix
@@ -232,8 +232,9 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
     rows = rows[rows["compute_bound"]]
     fitted = {}
     for key, group in rows.groupby(["family", "pass"]):
+        # the median efficiency and the launch cost alone
+        fitted[key] = Fit(float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
         if len(group) < MIN_KERNELS_FOR_OVERHEAD:
-            fitted[key] = Fit(float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
             continue
         seconds = group["ms"].to_numpy() / 1e3
         ideal = group["flops"].to_numpy() / group["peak"].to_numpy()
@@ -246,7 +247,7 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
                 np.ones(len(seconds)))
             if slope > 0 and residual < best[0] * (1 - 1e-9):
                 best = (residual, Fit(1.0 / slope, float(overhead), half))
-        fitted[key] = best[1] or Fit(float(np.exp(np.log(group["efficiency"]).median())), LAUNCH_S)
+        fitted[key] = best[1] or fitted[key]
     return fitted
 
 

@@ -4,9 +4,10 @@
 network as a PyTorch module on the chosen device and times its three passes
 separately (forward, gradient of the input, gradient of the weights): warm-up
 runs, then the median of repeats, timed by CUPTI on a GPU (the kernels'
-own time, the host's launch left out) and by the wall clock on the CPU. The rows come out in the format of the package's
-``kernels.csv``, so a scenario can use them through
-``timing.kernel_table``. Each repeat's passes summed are one step's
+own time, the host's launch left out) and by the wall clock on the CPU.
+The rows come out in the format of the package's ``kernels.csv``, so a
+scenario can use them through ``timing.kernel_table``. Each repeat's passes
+summed are one step's
 kernels: ``write_steps`` keeps them for ``timing.compute: {empirical: FILE}``
 and ``asgdsim fit``. PyTorch is an optional dependency
 (``pip install 'asgdsim[profile]'``).

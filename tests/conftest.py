@@ -40,6 +40,14 @@ def make(**overrides):
     return scenario_from_dict(data, flat)
 
 
+def outside_assumptions(data: dict) -> str | None:
+    """What the closed form says it leaves out of a scenario written out
+    in full (an agreement draw kept as a test), or None."""
+    from asgdsim import predict
+
+    return predict(scenario_from_dict(data, source=data["name"])).outside_assumptions
+
+
 @pytest.fixture
 def scenario():
     return make

@@ -17,7 +17,7 @@ from asgdsim.algorithms.softsync import batched_staleness
 from asgdsim.pmf import Pmf
 from asgdsim.scenario import ScenarioError
 
-from conftest import batch_means_se, check_pmf, make
+from conftest import batch_means_se, check_pmf, make, outside_assumptions
 
 EXP = {"distribution": "exponential", "mean": 1.0}
 FIXED = {"distribution": "deterministic", "mean": 0.01}
@@ -317,8 +317,6 @@ def test_neighbours_whose_steps_differ_by_more_than_their_turns_are_labelled():
     # neighbours' steps differ by sqrt(2) x 0.29 = 0.41 s, so their order
     # reshuffles and they queue in random turns: 8 % apart, unlabelled
     # before (agreement draw, seed 9 random-133)
-    from asgdsim.scenario import scenario_from_dict
-
     data = {"name": "reshuffled", "seed": 1734331842,
             "workload": {"model": "resnet18", "dataset_samples": 1050112, "sub_batch": 256},
             "cluster": {"machine": "aws-p2.xlarge", "nodes": 7,
@@ -328,12 +326,11 @@ def test_neighbours_whose_steps_differ_by_more_than_their_turns_are_labelled():
             "timing": {"compute": "roofline", "jitter": {"distribution": "uniform", "cv": 0.187},
                        "communication": "modelled"},
             "stop": {"updates": 586}}
-    why = predict(scenario_from_dict(data, source="reshuffled")).outside_assumptions
+    why = outside_assumptions(data)
     assert why is not None and "they queue in random turns" in why
     # the same cluster with steps a third as noisy keeps the schedule's turns
     data["timing"]["jitter"]["cv"] = 0.06
-    steady = predict(scenario_from_dict(data, source="reshuffled")).outside_assumptions
-    assert "random turns" not in (steady or "")
+    assert "random turns" not in (outside_assumptions(data) or "")
 
 
 def test_k_sync_whose_server_cannot_send_every_learner_the_weights_is_labelled():
@@ -342,8 +339,6 @@ def test_k_sync_whose_server_cannot_send_every_learner_the_weights_is_labelled()
     # reading through its port, but the server's port reaches about 8 of
     # the 32 a round, so only those pull and read again (simulated 0.39 s a
     # round against 1.66 s: 53 % apart, unlabelled; agreement seed 11 #71)
-    from asgdsim.scenario import scenario_from_dict
-
     data = {"name": "k-sync-pulls", "seed": 1851421663,
             "workload": {"model": "alexnet", "dataset_samples": 768000, "sub_batch": 128},
             "cluster": {"machine": "aws-p2.8xlarge", "nodes": 4,
@@ -353,5 +348,5 @@ def test_k_sync_whose_server_cannot_send_every_learner_the_weights_is_labelled()
             "timing": {"compute": {"distribution": "gamma", "mean": "10.41 ms", "cv": 0.582},
                        "communication": "modelled"},
             "stop": {"updates": 6000}}
-    why = predict(scenario_from_dict(data, source="k-sync-pulls")).outside_assumptions
+    why = outside_assumptions(data)
     assert why is not None and "which of them pull and read is not modelled" in why

@@ -26,7 +26,7 @@ from asgdsim.cli import main
 from asgdsim.scenario import ScenarioError, resolved_yaml, scenario_from_dict
 from asgdsim.shapes import COMPOSED
 
-from conftest import batch_means_se, make
+from conftest import batch_means_se, make, outside_assumptions
 
 Z = 4.0
 
@@ -576,7 +576,7 @@ def test_a_slow_groups_messages_holding_the_servers_port_are_labelled():
             "timing": {"compute": {"distribution": "shifted-exponential", "mean": "8.566 ms",
                                    "shift": "5.617 ms"}, "communication": "modelled"},
             "stop": {"updates": 5196}}
-    why = predict(scenario_from_dict(data, source="hogging")).outside_assumptions
+    why = outside_assumptions(data)
     assert why is not None and "group 0's messages hold the saturated server's port" in why
     assert "longer than group 1's whole cycle" in why
 

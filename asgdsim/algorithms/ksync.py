@@ -83,7 +83,7 @@ def predict(scenario, costs):
     topo, loop_ = topology_of(scenario), loop_of(scenario, costs)
     L, k, update_s = topo.learners, algorithm.k, costs.server_update_s
     batch = algorithm.kind == "k-batch-sync"
-    outside = None
+    outside, node_paced = None, False
     if _ideal(scenario):
         if batch:
             step, exact = kth_event_mean(law, L, k)
@@ -157,24 +157,24 @@ def predict(scenario, costs):
         # node's resource that all its learners' pulls and reads hold (its
         # disk, a shared host link) is a bound on the round
         turn = _busiest_turn(topo, loop_.reply + loop_.before)
-        if turn > steady:
+        node_paced = turn > steady
+        if node_paced:
             steady = turn
             epoch_law += ("; every learner's pull and read through its node's busiest resource "
                           "each round, slower")
-            out = topo.message_s(loop_, "server_port_out")
-            if L * out > steady:
-                # the server's port cannot send every learner the weights in
-                # such a round: only those it reaches pull and read again
-                outside = (f"{OUTSIDE}: a node's busiest resource bounds the round only where "
-                           f"all its learners pull and read every round, and the server's port "
-                           f"sends the weights to about {steady / out:.3g} of the {L} learners "
-                           "a round: which of them pull and read is not modelled")
     if not _ideal(scenario):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the
         # one under way when it publishes (half a pull on average)
         out = topo.message_s(loop_, "server_port_out")
         if L * out >= steady:
+            if node_paced:
+                # only the learners it reaches pull and read again, so the
+                # node's bound (every learner, every round) does not hold
+                outside = (f"{OUTSIDE}: a node's busiest resource bounds the round only where "
+                           f"all its learners pull and read every round, and the server's port "
+                           f"sends the weights to about {steady / out:.3g} of the {L} learners "
+                           "a round: which of them pull and read is not modelled")
             steady += out / 2
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"
             # steady steps lock the learners into a schedule: the pull under

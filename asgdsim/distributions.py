@@ -35,6 +35,8 @@ from .specs import LawSpec
 __all__ = ["Law", "Empirical", "law_from_spec", "top_quantile"]
 
 _BLOCK = 4096
+#: cells of the grid :meth:`_Duration.apart` integrates on
+_APART_CELLS = 2048
 FAMILIES = ("expon", "uniform", "gamma", "lognorm")
 
 
@@ -51,6 +53,21 @@ class _Duration:
     @property
     def cv(self) -> float:
         return self.std / self.mean
+
+    def apart(self, gap: float) -> float:
+        """P(|X - X'| > gap) for two independent steps X, X' of this law: how
+        often two learners' steps differ by more than ``gap`` (on a grid of
+        its quantile range, so rare far tails count as at its ends)."""
+        lo, hi = self.ppf(1e-6), self.ppf(1 - 1e-6)
+        if hi - lo <= gap:
+            return 0.0
+        width = (hi - lo) / _APART_CELLS
+        # the first cell starts below lo: an atom there (a fixed step) counts
+        edges = lo - width + width * np.arange(_APART_CELLS + 2)
+        mass = np.diff(self.cdf(edges))
+        middle = edges[:-1] + width / 2
+        near = self.cdf(middle + gap) - self.cdf(middle - gap)
+        return float(max(0.0, 1.0 - (mass * near).sum() / mass.sum()))
 
     def _blocks(self, rng: np.random.Generator) -> Iterator[float]:
         # blocks grow from a few draws to _BLOCK, so thousands of learners that

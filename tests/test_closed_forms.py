@@ -224,3 +224,20 @@ def test_many_cycle_ends_are_mixed_in_groups_without_changing_the_law(monkeypatc
     one_by_one = analytic._pipelined_staleness(law, 0.01, 0.12)
     assert total_variation(grouped, one_by_one) < 1e-6
     assert grouped.mean == pytest.approx(one_by_one.mean, rel=1e-8)
+
+
+def test_apart_is_the_law_of_two_steps_difference():
+    # |X - X'| of two exponential steps of mean 1 is exponential of mean 1;
+    # of two uniform on a width w, P(> g) = (1 - g / w)^2; of fixed steps
+    # with stragglers, they differ where exactly one of the two straggles
+    from asgdsim.distributions import Law, Straggling, law_from_spec
+    from asgdsim.scenario import LawSpec
+    exponential = law_from_spec(LawSpec(distribution="exponential", mean=1.0))
+    uniform = law_from_spec(LawSpec(distribution="uniform", mean=1.0, cv=0.5))
+    width = 0.5 * math.sqrt(12.0)
+    for gap in (0.1, 0.5, 1.0):
+        assert exponential.apart(gap) == pytest.approx(math.exp(-gap), abs=1e-4)
+        assert uniform.apart(gap) == pytest.approx((1 - gap / width) ** 2, abs=1e-4)
+    straggling = Straggling(base=Law.constant(1.0), probability=0.05, slowdown=4.0)
+    assert straggling.apart(0.5) == pytest.approx(2 * 0.05 * 0.95, abs=1e-9)
+    assert Law.constant(1.0).apart(0.1) == 0.0

@@ -231,10 +231,22 @@ def _busiest_turn(topo, stages) -> float:
 def _walked_ready(topo, loop_) -> np.ndarray:
     """When each learner is ready to compute after a publication: its pull
     and reads walked together (skeleton.py), first come first served."""
+    from collections import Counter
+
     from ..analytic import _resolved
     from ..skeleton import Skeleton
 
-    stages = [_resolved(topo, loop_.reply + loop_.before, i) for i in range(topo.learners)]
+    # the weights go out in the order the learners asked, and they ask in
+    # the order their last steps ended: one from each node in turn, since the
+    # first steps' reads run on every node's disk at once (and random steps
+    # spread a node's learners over the order as evenly, on average)
+    nodes = topo.node_of_learners()
+    turn, asked = [], Counter()
+    for node in nodes:
+        turn.append(asked[node])
+        asked[node] += 1
+    order = sorted(range(topo.learners), key=lambda i: (turn[i], nodes[i]))
+    stages = [_resolved(topo, loop_.reply + loop_.before, i) for i in order]
     ends = Skeleton().walk(np.zeros(topo.learners), stages)
     # each row's last stage ended last (NaN past a learner's own stages)
     return np.nan_to_num(np.fmax.reduce(ends, axis=1), nan=0.0) if ends.size else np.zeros(len(stages))

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .booking import Booking, book, earliest
+
 __all__ = ["Skeleton", "Walk", "period_of", "queued_behind", "busiest"]
 
 #: a resolved stage: the resource instances it holds (none: the learner's own
@@ -33,7 +35,8 @@ Walk = tuple[tuple[str, ...], float]
 
 
 class Skeleton:
-    """FIFO resources with the time each falls free.
+    """Resources booked as the simulator's links are (booking.py): FIFO,
+    and the gaps a transfer over several leaves idle taken by one that fits.
 
     A fat tree's up- and down-links (structure.FABRIC, named after the ports
     in a stage) serve a transfer in ``share`` of its time, each in its own
@@ -41,7 +44,8 @@ class Skeleton:
     link.Path does."""
 
     def __init__(self, share: float = 0.0) -> None:
-        self.free_at: dict[str, float] = defaultdict(float)
+        #: each resource's bookings (booking.py: the simulator's links book alike)
+        self.booked: dict[str, Booking] = defaultdict(Booking)
         self.share = share
         self._seq = 0
 
@@ -51,28 +55,30 @@ class Skeleton:
         heap = [(float(t), self._next(), i, 0) for i, t in enumerate(starts)]
         heapq.heapify(heap)
         ends = np.full((len(starts), max(map(len, stages), default=0)), np.nan)
-        free_at = self.free_at
+        booked = self.booked
         while heap:
             now, _, i, k = heapq.heappop(heap)
             if k == len(stages[i]):
                 continue
             holds, duration = stages[i][k]
             if holds and holds[-1].startswith("leaf_"):
-                ports = [r for r in holds if not r.startswith("leaf_")]
-                start = max([now, *(free_at[r] for r in ports)])
+                ports = [booked[r] for r in holds if not r.startswith("leaf_")]
+                start = earliest(ports, now, duration)
                 end = start + duration
                 for r in holds[len(ports):]:
-                    begin = free_at[r] if free_at[r] > start else start
-                    free_at[r] = begin + duration * self.share
-                    end = max(end, free_at[r])
-                for r in ports:
-                    free_at[r] = end
+                    link = booked[r]
+                    begin = link.free_at if link.free_at > start else start
+                    link.free_at = begin + duration * self.share
+                    end = max(end, link.free_at)
+                for port in ports:
+                    book(port, now, start, end)
                 end = now + (end - now)
             elif holds:
-                start = max([now, *(free_at[r] for r in holds)])
+                held = [booked[r] for r in holds]
+                start = earliest(held, now, duration)
                 end = start + duration
-                for r in holds:
-                    free_at[r] = end
+                for resource in held:
+                    book(resource, now, start, end)
                 # the same arithmetic as a SimPy timeout of (end - now): fixed-
                 # time learners meet in ties, and a tie must break the same way
                 end = now + (end - now)

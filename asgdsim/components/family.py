@@ -34,7 +34,7 @@ from collections.abc import Generator
 import simpy
 
 from ..recorder import Recorder
-from .link import Link, run_stages, transfer_over
+from .link import Link, run_stages, starts_at, transfer_over
 from .server import ServerLearner
 from .weights import Weights
 
@@ -242,8 +242,8 @@ class RoundLearner(ServerLearner):
             while self.reply:
                 # the server sends the weights it holds when the transfer
                 # starts, so a pull queued behind later rounds gets theirs
-                links = self.reply[0][0]
-                start = max(env.now, *(link.free_at for link in links))
+                links, duration = self.reply[0]
+                start = starts_at(links, env.now, duration)
                 yield from run_stages(env, self.reply)
                 version = max(version, bisect_right(recorder.update_t, start))
                 if rounds.weights.version == version:

@@ -9,7 +9,10 @@ the contention.
 Because every duration is known when a transfer is asked for, a link needs
 no request queue: it remembers when it falls free, and a new transfer starts
 then (or now) and ends a duration later. That is exactly a FIFO resource's
-timeline, with one SimPy event per transfer instead of four.
+timeline, with one SimPy event per transfer instead of four. A transfer
+over several links at once leaves idle gaps on those that were free before
+the others, which a later transfer that fits takes (booking.py, shared with
+the closed form's skeleton).
 
 Where a run is traced (``asgdsim run --trace``) a link's ``trace`` is a
 :class:`~asgdsim.timeline.Intervals` that gets each transfer's start, end and
@@ -31,44 +34,59 @@ from collections.abc import Generator, Sequence
 
 import simpy
 
-__all__ = ["Link", "Path", "transfer_over", "Hold", "run_stages"]
+from ..booking import book, earliest
+
+__all__ = ["Link", "Path", "starts_at", "transfer_over", "Hold", "run_stages"]
 
 
 class Link:
     """A FIFO server of transfers: a host link, a disk, a mutex, a port direction."""
 
-    __slots__ = ("env", "name", "busy_s", "free_at", "profile", "trace")
+    __slots__ = ("env", "name", "busy_s", "free_at", "gaps", "profile", "trace")
 
     def __init__(self, env: simpy.Environment, name: str):
         self.env = env
         self.name = name
         self.busy_s = 0.0        # of transfers completed
         self.free_at = 0.0       # when the last transfer asked for will end
+        #: idle (start, end) before free_at that transfers over several links left
+        self.gaps: list[tuple[float, float]] = []
         #: a slow-down's rate over time (slowdown.RateProfile), None at full rate
         self.profile = None
         #: where the run is traced: the transfers' intervals (timeline.Intervals)
         self.trace = None
 
-    def transfer(self, duration: float) -> Generator:
-        env = self.env
-        now = env.now
-        start = self.free_at if self.free_at > now else now
-        end = start + duration if self.profile is None else self.profile.end(start, duration)
-        self.free_at = end
+    def _book(self, duration: float) -> tuple[float, float]:
+        """(start, end) of a transfer asked for now, booked."""
+        now = self.env.now
+        if self.profile is None:
+            start = earliest((self,), now, duration) if self.gaps else (
+                self.free_at if self.free_at > now else now)
+            end = start + duration
+        else:
+            # a slowed link's time depends on when it starts: no gap is used
+            start = self.free_at if self.free_at > now else now
+            end = self.profile.end(start, duration)
+        book(self, now, start, end)
         if self.trace is not None:
             self.trace.add(start, end, duration)
-        yield env.timeout(end - now)
+        return start, end
+
+    def transfer(self, duration: float) -> Generator:
+        now = self.env.now
+        if self.gaps or self.profile is not None or self.trace is not None:
+            start, end = self._book(duration)
+        else:
+            # the common case, inline: FIFO, nothing left idle
+            start = self.free_at if self.free_at > now else now
+            end = self.free_at = start + duration
+        yield self.env.timeout(end - now)
         self.busy_s += end - start
 
     def hold(self, duration: float) -> simpy.Event:
         """Queue a transfer without waiting for it: the event fires when it ends."""
-        now = self.env.now
-        start = self.free_at if self.free_at > now else now
-        end = start + duration if self.profile is None else self.profile.end(start, duration)
-        self.free_at = end
-        if self.trace is not None:
-            self.trace.add(start, end, duration)
-        done = self.env.timeout(end - now)
+        start, end = self._book(duration)
+        done = self.env.timeout(end - self.env.now)
         done.callbacks.append(lambda _: self._count(end - start))
         return done
 
@@ -76,16 +94,26 @@ class Link:
         self.busy_s += duration
 
 
+def starts_at(links: Sequence[Link], now: float, duration: float) -> float:
+    """When a transfer of ``duration`` over all ``links`` (or one Path) asked
+    for now starts."""
+    if len(links) == 1 and isinstance(links[0], Path):
+        links = links[0].ports
+    if any(link.profile is not None for link in links):
+        return max(now, *(link.free_at for link in links))
+    return earliest(links, now, duration)
+
+
 def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float) -> Generator:
     """Hold every link of a path at once for ``duration`` (cut-through routing):
-    the transfer starts when the last of them falls free."""
+    the transfer starts when all of them are free."""
     now = env.now
-    start = max(now, *(link.free_at for link in links))
+    start = starts_at(links, now, duration)
     # at the pace of the slowest link on the path
     end = max(start + duration if link.profile is None else link.profile.end(start, duration)
               for link in links)
     for link in links:
-        link.free_at = end
+        book(link, now, start, end)
         if link.trace is not None:
             link.trace.add(start, end, duration)
     yield env.timeout(end - now)
@@ -106,15 +134,10 @@ class Path:
         #: the first port's: what a learner looks for in its stages (family.py)
         self.name = self.ports[0].name
 
-    @property
-    def free_at(self) -> float:
-        """When a transfer asked for now would start: its ports all free."""
-        return max(link.free_at for link in self.ports)
-
     def transfer(self, duration: float) -> Generator:
         env = self.env
         now = env.now
-        start = max(now, *(link.free_at for link in self.ports))
+        start = starts_at(self.ports, now, duration)
         end = max(start + duration if link.profile is None else link.profile.end(start, duration)
                   for link in self.ports)
         work = duration * self.share
@@ -127,7 +150,7 @@ class Path:
             if done > end:
                 end = done
         for link in self.ports:
-            link.free_at = end
+            book(link, now, start, end)
         yield env.timeout(end - now)
         for link in self.ports:
             link.busy_s += end - start

@@ -7,9 +7,10 @@ scenario over every axis a scenario file sets: algorithm, machine preset or
 explicit hardware, model, nodes, GPUs per node and per host link, sub-batch,
 compute (kernel table, roofline or any time law), jitter (none included),
 communication (modelled or ideal), SPRINT's fixed cycle, run length from
-a few steps per learner to many epochs, and (on a fifth of the draws of
-several nodes, from a stream of their own) a fat tree. ``check`` simulates
-one and sets its figures beside the closed form's. ``--misbehaving`` draws
+a few steps per learner to many epochs, (on a fifth of the draws of
+several nodes, from a stream of their own) a fat tree, and (on a fifth of
+the modelled draws) input from the page cache or already on the GPU.
+``check`` simulates one and sets its figures beside the closed form's. ``--misbehaving`` draws
 the same scenarios with failures (of learners or nodes) or mixed nodes
 (``cluster.groups``) on every one: the closed form is exact for few of
 them and labels the rest, so that family is reported and tested apart.
@@ -166,6 +167,11 @@ def random_scenario(rng: np.random.Generator, index: int = 0, misbehaving: bool 
             "kind": "fat-tree",
             "nodes_per_switch": int(fabric.choice([n for n in (1, 2, 4, 8, 16) if n <= nodes])),
             "oversubscription": float(fabric.choice([1, 2, 4]))}
+    # input from the page cache or already on the GPU on a tenth of the
+    # modelled draws each, from a stream of its own as well
+    source = np.random.default_rng([data["seed"], 4]).random()
+    if not ideal and source < 0.2:
+        data["workload"]["input"] = "cached" if source < 0.1 else "synthetic"
     if misbehaving:
         grouped = _with_groups(data, np.random.default_rng([data["seed"], 2]))
         _with_failures(data, np.random.default_rng([data["seed"], 3]), always=not grouped)

@@ -241,7 +241,11 @@ def costs_of(scenario: Scenario) -> Costs:
                      group_computes=groups)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
     batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
-    real = work.input == "real"      # synthetic input is neither read nor copied
+    copied = work.input != "synthetic"      # synthetic input is neither read nor copied
+    sample_bytes = work.sub_batch * work.sample_bytes
+    # from disk, or from the page cache: a copy in the node's memory (read and write)
+    read_s = (sample_bytes / cluster.disk_bandwidth if work.input == "real" else
+              cpu_pass_time(sample_bytes, memory_bw, streams=2) if work.input == "cached" else 0.0)
     # SPRINT's cycle; the other kinds have none and never read it
     # across every node, at the pace of the slowest node's network (mixed shapes)
     network = min((cluster.group_cluster(i).node_network for i in range(len(cluster.groups))),
@@ -260,8 +264,8 @@ def costs_of(scenario: Scenario) -> Costs:
         compute=compute,
         weights_bytes=weights,
         weights_to_gpu_s=transfer_time(host, weights),
-        batch_read_s=real * work.sub_batch * work.sample_bytes / cluster.disk_bandwidth,
-        batch_to_gpu_s=real * transfer_time(host, batch_input),
+        batch_read_s=read_s,
+        batch_to_gpu_s=copied * transfer_time(host, batch_input),
         gradient_to_host_s=transfer_time(host, weights),
         accumulate_s=cpu_pass_time(weights, memory_bw, streams=3),   # read sum, g; write sum
         allreduce_s=allreduce,

@@ -29,6 +29,7 @@ def test_random_scenarios_span_every_axis():
     assert computes >= {"table", "roofline", "deterministic", "exponential", "shifted-exponential",
                         "uniform", "gamma", "lognormal"}
     assert {d["timing"]["communication"] for d in data} == {"ideal", "modelled"}
+    assert {d["workload"].get("input", "real") for d in data} == {"real", "cached", "synthetic"}
     assert any(d["timing"].get("jitter") == "none" for d in data)
     assert any("machine" in d["cluster"] for d in data) and any("gpu" in d["cluster"] for d in data)
     steps = [d for d in data if "epochs" in d["stop"]]

@@ -971,9 +971,10 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         laws={"epoch_time": (f"exact: rounds of E[max of P {steps}]" if _ideal(sc) and exact else
                              "exact: fixed-time steps, their round schedule"
                              if law.is_constant and exact else
-                             "approximation: fixed-time steps, the mean of "
-                             f"{SETTLING_ROUNDS} rounds walked, in which the learners' order "
-                             "does not settle" if law.is_constant else
+                             "approximation: fixed-time steps, their round schedule walked "
+                             f"(the mean of {SETTLING_ROUNDS} rounds where the learners' order "
+                             "does not repeat; beyond the learners walked, a progression)"
+                             if law.is_constant else
                              "approximation: the round's schedule with the compute of each "
                              "learner at its expected order statistic"
                              + ("" if period == 1 else
@@ -984,10 +985,10 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
               f"exact: P x {period} gradients per averaging",
               **_outside(None if not coupled else
                          f"{OUTSIDE}: each learner's message passes {topo.servers} shards' ports "
-                         "in turn, each with its node's port at once (cut-through): under random "
-                         "steps which part waits for which, and which parts fill the idle time "
-                         "the waiting leaves, follow the steps' order, which the round's walk "
-                         "at their expected order statistics does not")},
+                         "in turn, each with its node's port at once (cut-through): which part "
+                         "waits for which, and which parts fill the idle time the waiting "
+                         "leaves, follow the learners' order, which the closed form walks only "
+                         "for identical fixed steps (here at expected times, or as a progression)")},
         gradients=rounds * per_round, updates=rounds)
 
 
@@ -1076,33 +1077,36 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         left = np.cumsum((message * remote[rank][:k])[::-1])[::-1]
         return float(np.max(queue + left)) + update_s, rank
 
-    first, later, settled = _settled(one_round, before, reply)
+    first, later, settled = _settled(one_round, before, reply, law.is_constant)
     return first, later, exact and settled
 
 
-def _settled(one_round, before: list, reply: list) -> tuple[float, float, bool]:
-    """(the first round, a later one, whether the order settled): ``one_round(stages, order)`` walks a
-    round from the learners' stages in the order their pulls are served and
-    returns its length and the next order; the order settles in a few rounds
-    (a round may take as long as the last in another order), or wanders, and
-    then the rounds walked stand for the run's by their mean."""
+def _settled(one_round, before: list, reply: list,
+             fixed: bool = True) -> tuple[float, float, bool]:
+    """(the first round, a later one, whether the rounds repeat):
+    ``one_round(stages, order)`` walks a round from the learners' stages in
+    the order their pulls are served and returns its length and the next
+    order. With fixed steps the order settles in a few rounds (a round as
+    long as the last in another order may lead to a different one), or
+    cycles, and the cycle's mean round is the run's; where it wanders
+    (shards across a fat tree's leaves) the mean of the rounds walked stands
+    for it. With random steps the walk is at expected times, its order an
+    approximation anyway: the mean of a few rounds."""
     p = len(before)
     first, order = one_round(before, np.arange(p))
-    rounds = []
-    for _ in range(SETTLING_ROUNDS):
-        duration, after = one_round([reply[i] + before[i] for i in range(p)], order)
+    rounds, seen = [], {order.tobytes(): 0}
+    for _ in range(SETTLING_ROUNDS if fixed else RANDOM_SETTLING_ROUNDS):
+        duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
         rounds.append(duration)
-        # settled where the order repeats: a round as long as the last one
-        # in another order may lead to a different one after it
-        if np.array_equal(after, order):
-            return first, duration, True
-        order = after
-    # an order that wanders (shards across a fat tree's leaves): its rounds' mean
+        again = seen.setdefault(order.tobytes(), len(rounds))
+        if again < len(rounds):
+            # the orders from round ``again`` on repeat: their rounds' mean
+            return first, float(np.mean(rounds[again:])), True
     return first, float(np.mean(rounds)), False
 
 
-#: rounds walked at most for the learners' order to settle
-SETTLING_ROUNDS = 12
+#: rounds walked at most for the learners' order to settle, with fixed and random steps
+SETTLING_ROUNDS, RANDOM_SETTLING_ROUNDS = 12, 3
 
 
 def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,
@@ -1160,7 +1164,7 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         # law's learner last, whatever its place in this round's walk
         return done + update_s, rank if fixed else by_arrival
 
-    first, later, settled = _settled(one_round, before, reply)
+    first, later, settled = _settled(one_round, before, reply, fixed)
     return first, later, fixed and settled
 
 
@@ -1383,7 +1387,11 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # the transient: until the phases have spread over a whole step, or the
     # run ends; where they spread within one step (exponential steps, say)
     # the phases are as good as uniform from the start
-    mixing = (period / (2 * sd)) ** 2 * period if sd > 0 and node.paced_by is None else math.inf
+    # (stragglers knock one GPU at a time off the schedule, by rare jumps that
+    # RARE_JUMPS below labels: the spread that mixes the phases is the rest's)
+    spread_sd = law.base.std if isinstance(law, Straggling) else sd
+    mixing = (period / (2 * spread_sd)) ** 2 * period if spread_sd > 0 and node.paced_by is None \
+        else math.inf
     transient = 0.0
     if mixing >= period:
         transient = min(horizon, mixing, MAX_TRANSIENT_STEPS * period)

@@ -13,17 +13,19 @@ hold their port idle most of the time; a step noise of 0.2 % doubled such a
 round, and 20 % took it below the noiseless one.)
 
 The simulator's links (components/link.py) and the closed form's skeleton
-(skeleton.py) both book through :func:`earliest` and :func:`book`, so the
-two cannot serve a transfer differently. Requests come in time order (a
+(skeleton.py) both book through :func:`slot` and :func:`book`, so the two
+cannot serve a transfer differently (nor can the agreement suite catch a
+mistake here: tests/test_booking.py checks it against a brute force). Requests come in time order (a
 SimPy clock, a walk's heap), so a gap that ends before ``now`` is of no use
 and is dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
-__all__ = ["Booking", "earliest", "book"]
+__all__ = ["Booking", "slot", "earliest", "book"]
 
 
 class Booking:
@@ -37,28 +39,54 @@ class Booking:
         self.gaps: list[tuple[float, float]] = []
 
 
-def earliest(bookings: Sequence, now: float, duration: float) -> float:
-    """The earliest start from ``now`` on at which every one of ``bookings``
-    (objects with ``free_at`` and ``gaps``) is free for ``duration``."""
-    latest = max(b.free_at for b in bookings)
-    if not any(b.gaps for b in bookings):
-        return latest if latest > now else now
+def slot(bookings: Sequence, now: float, duration: float,
+         end_of: Callable[[float], float] | None = None) -> tuple[float, float]:
+    """(start, end) of the earliest transfer from ``now`` on that every one of
+    ``bookings`` (objects with ``free_at`` and ``gaps``) is free for.
+    ``end_of(start)`` is when a transfer that starts then ends (``start +
+    duration`` by default; later on a slowed link, or where a fat tree's leaf
+    links stretch it): it takes a gap only if it fits whole."""
+    latest = now
     for b in bookings:
+        if b.free_at > latest:
+            latest = b.free_at
         if b.gaps and b.gaps[0][1] <= now:
-            b.gaps[:] = [gap for gap in b.gaps if gap[1] > now]
-    # a feasible start is now, or when some resource falls free or a gap opens
-    candidates = {now}
+            del b.gaps[:_passed(b.gaps, now)]
+    ends = end_of or (lambda start: start + duration)
+    # a start before ``latest`` lies in a gap of every booking busy then, and
+    # one with no gap wide enough rules out every start before its free_at
+    floor = now
     for b in bookings:
-        if b.free_at > now:
-            candidates.add(b.free_at)
-        candidates.update(start for start, _ in b.gaps if start > now)
-    for start in sorted(candidates):
-        if start >= latest:
-            return start
-        end = start + duration
-        if all(_free(b, start, end) for b in bookings):
-            return start
-    return latest if latest > now else now
+        if b.free_at > floor and not any(_fits((lo if lo > now else now) + duration, hi)
+                                         for lo, hi in b.gaps):
+            floor = b.free_at
+    if floor < latest:
+        candidates = {floor}
+        for b in bookings:
+            candidates.update(lo for lo, _ in b.gaps if floor < lo < latest)
+            if floor < b.free_at < latest:
+                candidates.add(b.free_at)
+        for start in sorted(candidates):
+            end = ends(start)
+            if all(_free(b, start, end) for b in bookings):
+                return start, end
+    return latest, ends(latest)
+
+
+def earliest(bookings: Sequence, now: float, duration: float) -> float:
+    """When a transfer of ``duration`` over every one of ``bookings`` asked
+    for ``now`` starts (see :func:`slot`)."""
+    return slot(bookings, now, duration)[0]
+
+
+def _passed(gaps: list[tuple[float, float]], now: float) -> int:
+    """How many of the first gaps (in time order) end by ``now``."""
+    count = 0
+    for _, hi in gaps:
+        if hi > now:
+            break
+        count += 1
+    return count
 
 
 def _free(b, start: float, end: float) -> bool:
@@ -67,25 +95,32 @@ def _free(b, start: float, end: float) -> bool:
     # a transfer that fills a gap exactly fits: its end and the gap's are
     # one sum taken from different origins (a round's, a run's), which may
     # round apart in the last bits
-    return any(lo <= start and end <= hi + SLACK * (1.0 + abs(hi)) for lo, hi in b.gaps)
+    return any(lo <= start and _fits(end, hi) for lo, hi in b.gaps)
 
 
-#: relative rounding a transfer may overrun its gap by
-SLACK = 1e-9
+def _fits(end: float, hi: float) -> bool:
+    """Whether a transfer that ends at ``end`` fits a gap that ends at ``hi``."""
+    return end <= hi + SLACK_ULPS * math.ulp(hi)
+
+
+#: rounding (units in the last place) a transfer may overrun its gap by
+SLACK_ULPS = 64
 
 
 def book(b, now: float, start: float, end: float) -> None:
     """Hold ``b`` from ``start`` to ``end`` (it is free then: see
-    :func:`earliest`); idle time it leaves before ``start`` is a gap."""
-    if start >= b.free_at:
-        idle = b.free_at if b.free_at > now else now
-        if start > idle:
-            b.gaps.append((idle, start))
-        b.free_at = end
-        return
-    for i, (lo, hi) in enumerate(b.gaps):
-        if lo <= start < hi:
-            # (a fat tree's leaf links may stretch a transfer past its gap)
-            before = (lo if lo > now else now, start)
-            b.gaps[i:i + 1] = [gap for gap in (before, (end, hi)) if gap[1] > gap[0]]
-            return
+    :func:`slot`); idle time it leaves before ``start`` is a gap."""
+    if b.gaps and b.gaps[0][1] <= now:
+        del b.gaps[:_passed(b.gaps, now)]
+    if start < b.free_at:
+        for i, (lo, hi) in enumerate(b.gaps):
+            if lo <= start <= hi:
+                before = (lo if lo > now else now, start)
+                b.gaps[i:i + 1] = [gap for gap in (before, (end, hi)) if gap[1] > gap[0]]
+                return
+        # (not in a gap: :func:`slot` never asks this; queue it after the rest)
+        start, end = b.free_at, b.free_at + (end - start)
+    idle = b.free_at if b.free_at > now else now
+    if start > idle:
+        b.gaps.append((idle, start))
+    b.free_at = end

@@ -101,7 +101,7 @@ class Costs:
     compute: Law
     weights_bytes: float
     weights_to_gpu_s: float      # newest weights, host -> GPU, host link
-    batch_read_s: float          # sub-batch from the node's disk
+    batch_read_s: float          # sub-batch from the node's disk (or its page cache: input cached)
     batch_to_gpu_s: float        # decoded sub-batch, host -> GPU, host link
     gradient_to_host_s: float    # gradient, GPU -> host, host link
     accumulate_s: float          # add one gradient into the node's sum (CPU)

@@ -56,8 +56,9 @@ class _Duration:
 
     def apart(self, gap: float) -> float:
         """P(|X - X'| > gap) for two independent steps X, X' of this law: how
-        often two learners' steps differ by more than ``gap`` (on a grid of
-        its quantile range, so rare far tails count as at its ends)."""
+        often two learners' steps differ by more than ``gap`` (on a grid over
+        its range from the 1e-6 to the 1 - 1e-6 quantile, atoms included;
+        the far tails beyond are left out)."""
         lo, hi = self.ppf(1e-6), self.ppf(1 - 1e-6)
         if hi - lo <= gap:
             return 0.0

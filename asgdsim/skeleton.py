@@ -6,10 +6,13 @@ for a shared resource. The closed form cannot assume independent, uniform
 phases for them; it needs that schedule. This module computes it, the way a
 timed event graph is solved: each learner walks its stages (structure.py)
 in order; a stage starts when the learner is ready and every resource it
-holds has fallen free (first come, first served, ties in the order the
-requests were made) and lasts its fixed time. That is max-plus algebra on a
-handful of learners, with no randomness and no SimPy: it is independent of
-the simulator, so the agreement suite can catch either one's mistakes.
+holds is free for it (first come, first served, ties in the order the
+requests were made, and idle gaps taken by a stage that fits: booking.py)
+and lasts its fixed time. That is max-plus algebra on a handful of
+learners, with no randomness and no SimPy: apart from the bookings, which it
+shares with the simulator's links (and tests/test_booking.py checks against
+a brute force), it is independent of the simulator, so the agreement suite
+can catch either one's mistakes.
 
 ``Skeleton.walk`` moves a group of learners through a list of stages from
 given start times and returns when each stage ended; callers chain walks
@@ -25,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .booking import Booking, book, earliest
+from .booking import Booking, book, slot
 
 __all__ = ["Skeleton", "Walk", "period_of", "queued_behind", "busiest"]
 
@@ -62,21 +65,24 @@ class Skeleton:
                 continue
             holds, duration = stages[i][k]
             if holds and holds[-1].startswith("leaf_"):
+                # as the simulator's link.Path: the ports free for the whole
+                # transfer, each leaf link's share in its own FIFO order
                 ports = [booked[r] for r in holds if not r.startswith("leaf_")]
-                start = earliest(ports, now, duration)
-                end = start + duration
-                for r in holds[len(ports):]:
-                    link = booked[r]
-                    begin = link.free_at if link.free_at > start else start
-                    link.free_at = begin + duration * self.share
-                    end = max(end, link.free_at)
+                fabric = [booked[r] for r in holds[len(ports):]]
+                work = duration * self.share
+
+                def finish(start: float, fabric=fabric, work=work, duration=duration) -> float:
+                    return max([start + duration, *((link.free_at if link.free_at > start
+                                                     else start) + work for link in fabric)])
+                start, end = slot(ports, now, duration, finish)
+                for link in fabric:
+                    link.free_at = (link.free_at if link.free_at > start else start) + work
                 for port in ports:
                     book(port, now, start, end)
                 end = now + (end - now)
             elif holds:
                 held = [booked[r] for r in holds]
-                start = earliest(held, now, duration)
-                end = start + duration
+                start, end = slot(held, now, duration)
                 for resource in held:
                     book(resource, now, start, end)
                 # the same arithmetic as a SimPy timeout of (end - now): fixed-

@@ -62,7 +62,8 @@ class Intervals:
         bound.left -= 1
         if bound.left == 0:
             # full: keep only what starts up to here, so the kept part is a
-            # whole prefix (anything starting earlier was asked for already)
+            # whole prefix (a transfer asked for later that fills an idle gap
+            # may start earlier; it starts before ``until`` and is kept)
             bound.until = start
 
     def __len__(self) -> int:

@@ -61,3 +61,62 @@ def test_the_simulator_and_the_skeleton_book_alike():
     env.run()
     assert [ends[0, 0], ends[0, 1], ends[1, 0]] == [walked[0, 0], walked[0, 1], walked[1, 0]]
     assert (walked[1, 0], walked[0, 0], walked[0, 1]) == (1.5, 3.0, 4.0)
+
+
+def test_bookings_never_overlap_and_take_the_earliest_start():
+    # random requests over 1 to 3 of 3 resources against a brute force: the
+    # booked intervals of a resource never overlap, and no start between now
+    # and the one chosen would have had every resource free for the whole
+    # transfer (the candidates: now and every booked interval's end)
+    import random
+
+    for trial in range(300):
+        rng = random.Random(trial)
+        bookings = [Booking() for _ in range(3)]
+        held: list[list[tuple[float, float]]] = [[] for _ in range(3)]
+        now = 0.0
+
+        def free(i, start, end):
+            return all(end <= lo or start >= hi for lo, hi in held[i])
+
+        for _ in range(15):
+            now += rng.choice([0.0, 0.0, 0.5, 1.0, 2.0])
+            which = rng.sample(range(3), rng.choice([1, 2, 2, 3]))
+            duration = rng.choice([0.5, 1.0, 1.0, 2.0, 3.0])
+            start = earliest([bookings[i] for i in which], now, duration)
+            assert start >= now
+            assert all(free(i, start, start + duration) for i in which), (trial, start)
+            sooner = {now} | {hi for i in which for _, hi in held[i] if now < hi < start}
+            assert not any(all(free(i, t, t + duration) for i in which) for t in sooner if t < start)
+            for i in which:
+                book(bookings[i], now, start, start + duration)
+                held[i].append((start, start + duration))
+
+
+def test_a_transfer_across_busy_leaves_takes_no_gap_it_would_overrun():
+    # p2 busy until 2 leaves p1 a gap [0, 2]; a transfer over p1 whose leaf
+    # link is busy until 10 would end at 10.05, past the gap: it waits for
+    # p1 to fall free (3), and p1 is booked until 10.05, not double-booked
+    from asgdsim.components.link import Path
+
+    env = simpy.Environment()
+    p1, p2, p3, leaf = (Link(env, name) for name in ("p1", "p2", "p3", "leaf_up"))
+
+    def busy():
+        yield from p2.transfer(2.0)
+
+    def waits():
+        yield from Path(env, [p1, p2], [leaf], 0.1).transfer(1.0)
+
+    def stretched():
+        leaf.free_at = 10.0
+        yield from Path(env, [p1, p3], [leaf], 0.1).transfer(0.5)
+
+    def later():
+        yield env.timeout(4.0)
+        yield from p1.transfer(1.0)
+
+    for process in (busy, waits, stretched, later):
+        env.process(process())
+    env.run()
+    assert p1.free_at == 11.05 and p1.gaps == [] and env.now == 11.05

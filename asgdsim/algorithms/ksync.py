@@ -229,8 +229,9 @@ def _busiest_turn(topo, stages) -> float:
 
 
 def _walked_ready(topo, loop_) -> np.ndarray:
-    """When each learner is ready to compute after a publication: its pull
-    and reads walked together (skeleton.py), first come first served."""
+    """When the learners are ready to compute after a publication, in the
+    order the weights go out (not by learner): their pulls and reads walked
+    together (skeleton.py), first come first served."""
     from collections import Counter
 
     from ..analytic import _resolved

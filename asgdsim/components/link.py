@@ -34,13 +34,15 @@ from collections.abc import Generator, Sequence
 
 import simpy
 
-from ..booking import book, earliest
+from ..booking import book, slot
 
 __all__ = ["Link", "Path", "starts_at", "transfer_over", "Hold", "run_stages"]
 
 
 class Link:
-    """A FIFO server of transfers: a host link, a disk, a mutex, a port direction."""
+    """A server of transfers, one at a time, first come first served, but
+    for idle gaps taken by a later transfer that fits (booking.py): a host
+    link, a disk, a mutex, a port direction."""
 
     __slots__ = ("env", "name", "busy_s", "free_at", "gaps", "profile", "trace")
 
@@ -48,7 +50,7 @@ class Link:
         self.env = env
         self.name = name
         self.busy_s = 0.0        # of transfers completed
-        self.free_at = 0.0       # when the last transfer asked for will end
+        self.free_at = 0.0       # when the last transfer booked at its end will end
         #: idle (start, end) before free_at that transfers over several links left
         self.gaps: list[tuple[float, float]] = []
         #: a slow-down's rate over time (slowdown.RateProfile), None at full rate
@@ -59,14 +61,7 @@ class Link:
     def _book(self, duration: float) -> tuple[float, float]:
         """(start, end) of a transfer asked for now, booked."""
         now = self.env.now
-        if self.profile is None:
-            start = earliest((self,), now, duration) if self.gaps else (
-                self.free_at if self.free_at > now else now)
-            end = start + duration
-        else:
-            # a slowed link's time depends on when it starts: no gap is used
-            start = self.free_at if self.free_at > now else now
-            end = self.profile.end(start, duration)
+        start, end = slot((self,), now, duration, _ends((self,), duration))
         book(self, now, start, end)
         if self.trace is not None:
             self.trace.add(start, end, duration)
@@ -94,24 +89,36 @@ class Link:
         self.busy_s += duration
 
 
+def _ends(links: Sequence[Link], duration: float):
+    """When a transfer over ``links`` that starts at a time ends: at the pace
+    of the slowest (a slowed link's profile); None where none is slowed."""
+    slowed = [link.profile for link in links if link.profile is not None]
+    if not slowed:
+        return None
+    return lambda start: max(start + duration, *(p.end(start, duration) for p in slowed))
+
+
 def starts_at(links: Sequence[Link], now: float, duration: float) -> float:
     """When a transfer of ``duration`` over all ``links`` (or one Path) asked
     for now starts."""
     if len(links) == 1 and isinstance(links[0], Path):
-        links = links[0].ports
-    if any(link.profile is not None for link in links):
-        return max(now, *(link.free_at for link in links))
-    return earliest(links, now, duration)
+        return links[0].slot(now, duration)[0]
+    return slot(links, now, duration, _ends(links, duration))[0]
 
 
 def transfer_over(env: simpy.Environment, links: Sequence[Link], duration: float) -> Generator:
     """Hold every link of a path at once for ``duration`` (cut-through routing):
     the transfer starts when all of them are free."""
     now = env.now
-    start = starts_at(links, now, duration)
-    # at the pace of the slowest link on the path
-    end = max(start + duration if link.profile is None else link.profile.end(start, duration)
-              for link in links)
+    latest, plain = now, True
+    for link in links:
+        if link.free_at > latest:
+            latest = link.free_at
+        if link.gaps or link.profile is not None:
+            plain = False
+    # the common case without gaps or slow-downs: when the last falls free
+    start, end = (latest, latest + duration) if plain else slot(links, now, duration,
+                                                                 _ends(links, duration))
     for link in links:
         book(link, now, start, end)
         if link.trace is not None:
@@ -134,28 +141,38 @@ class Path:
         #: the first port's: what a learner looks for in its stages (family.py)
         self.name = self.ports[0].name
 
-    def transfer(self, duration: float) -> Generator:
-        env = self.env
-        now = env.now
-        start = starts_at(self.ports, now, duration)
-        end = max(start + duration if link.profile is None else link.profile.end(start, duration)
-                  for link in self.ports)
+    def _spans(self, start: float, duration: float) -> list[tuple[float, float]]:
+        """Each leaf link's (begin, done) of its share of a transfer the ports
+        start at ``start``, in its own FIFO order."""
         work = duration * self.share
         spans = []
         for link in self.fabric:
             begin = link.free_at if link.free_at > start else start
-            done = begin + work if link.profile is None else link.profile.end(begin, work)
+            spans.append((begin, begin + work if link.profile is None
+                          else link.profile.end(begin, work)))
+        return spans
+
+    def slot(self, now: float, duration: float) -> tuple[float, float]:
+        """(start, end) of a transfer asked for now: its ports free for its
+        whole length, the leaf links' shares included."""
+        ports = _ends(self.ports, duration) or (lambda start: start + duration)
+        return slot(self.ports, now, duration,
+                    lambda start: max([ports(start), *(done for _, done in self._spans(start, duration))]))
+
+    def transfer(self, duration: float) -> Generator:
+        env = self.env
+        now = env.now
+        start, end = self.slot(now, duration)
+        spans = self._spans(start, duration)
+        for link, (begin, done) in zip(self.fabric, spans):
             link.free_at = done
-            spans.append(done - begin)
-            if done > end:
-                end = done
         for link in self.ports:
             book(link, now, start, end)
         yield env.timeout(end - now)
         for link in self.ports:
             link.busy_s += end - start
-        for link, span in zip(self.fabric, spans):
-            link.busy_s += span
+        for link, (begin, done) in zip(self.fabric, spans):
+            link.busy_s += done - begin
 
 
 #: one stage of a learner's loop, resolved: the links it holds and for how long

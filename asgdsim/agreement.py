@@ -10,10 +10,11 @@ communication (modelled or ideal), SPRINT's fixed cycle, run length from
 a few steps per learner to many epochs, (on a fifth of the draws of
 several nodes, from a stream of their own) a fat tree, and (on a fifth of
 the modelled draws) input from the page cache or already on the GPU.
-``check`` simulates one and sets its figures beside the closed form's. ``--misbehaving`` draws
-the same scenarios with failures (of learners or nodes) or mixed nodes
-(``cluster.groups``) on every one: the closed form is exact for few of
-them and labels the rest, so that family is reported and tested apart.
+``check`` simulates one and sets its figures beside the closed form's.
+``--misbehaving`` draws the same scenarios with failures (of learners or
+nodes) or mixed nodes (``cluster.groups``) on every one: the closed form is
+exact for few of them and labels the rest, so that family is reported and
+tested apart.
 
 A scenario agrees when its epoch time and mean mini-batch are within 5 % of
 the closed form and its mean staleness within 10 % (0.1 absolute where the

@@ -15,9 +15,10 @@ round, and 20 % took it below the noiseless one.)
 The simulator's links (components/link.py) and the closed form's skeleton
 (skeleton.py) both book through :func:`slot` and :func:`book`, so the two
 cannot serve a transfer differently (nor can the agreement suite catch a
-mistake here: tests/test_booking.py checks it against a brute force). Requests come in time order (a
-SimPy clock, a walk's heap), so a gap that ends before ``now`` is of no use
-and is dropped.
+mistake here: tests/test_booking.py checks it against a brute force), and
+:func:`crossing` places a transfer across a fat tree's leaves for both.
+Requests come in time order (a SimPy clock, a walk's heap), so a gap that
+ends before ``now`` is of no use and is dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-__all__ = ["Booking", "slot", "earliest", "book"]
+__all__ = ["Booking", "slot", "earliest", "book", "crossing", "book_crossing"]
 
 
 class Booking:
@@ -124,3 +125,36 @@ def book(b, now: float, start: float, end: float) -> None:
     if start > idle:
         b.gaps.append((idle, start))
     b.free_at = end
+
+
+def _spans(fabric: Sequence, start: float, work: float) -> list[tuple[float, float]]:
+    """Each fat-tree leaf link's (begin, done) of its ``work`` in a transfer
+    that starts at ``start``: in its own FIFO order (a slowed one at its pace)."""
+    spans = []
+    for link in fabric:
+        begin = link.free_at if link.free_at > start else start
+        profile = getattr(link, "profile", None)
+        spans.append((begin, begin + work if profile is None else profile.end(begin, work)))
+    return spans
+
+
+def crossing(ports: Sequence, fabric: Sequence, now: float, duration: float, share: float,
+             end_of: Callable[[float], float] | None = None) -> tuple[float, float]:
+    """:func:`slot` of a transfer across a fat tree's leaves: it holds its
+    ``ports`` from end to end (``end_of``: their own end) and each leaf link
+    of ``fabric`` serves ``share`` of its time; it ends when all are done."""
+    ports_end = end_of or (lambda start: start + duration)
+    work = duration * share
+    return slot(ports, now, duration, lambda start: max(
+        [ports_end(start), *(done for _, done in _spans(fabric, start, work))]))
+
+
+def book_crossing(ports: Sequence, fabric: Sequence, now: float, start: float, end: float,
+                  duration: float, share: float) -> list[tuple[float, float]]:
+    """Book a transfer that :func:`crossing` placed; each leaf link's span."""
+    spans = _spans(fabric, start, duration * share)
+    for link, (_, done) in zip(fabric, spans):
+        link.free_at = done
+    for port in ports:
+        book(port, now, start, end)
+    return spans

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .booking import Booking, book, slot
+from .booking import Booking, book, book_crossing, crossing, slot
 
 __all__ = ["Skeleton", "Walk", "period_of", "queued_behind", "busiest"]
 
@@ -69,16 +69,8 @@ class Skeleton:
                 # transfer, each leaf link's share in its own FIFO order
                 ports = [booked[r] for r in holds if not r.startswith("leaf_")]
                 fabric = [booked[r] for r in holds[len(ports):]]
-                work = duration * self.share
-
-                def finish(start: float, fabric=fabric, work=work, duration=duration) -> float:
-                    return max([start + duration, *((link.free_at if link.free_at > start
-                                                     else start) + work for link in fabric)])
-                start, end = slot(ports, now, duration, finish)
-                for link in fabric:
-                    link.free_at = (link.free_at if link.free_at > start else start) + work
-                for port in ports:
-                    book(port, now, start, end)
+                start, end = crossing(ports, fabric, now, duration, self.share)
+                book_crossing(ports, fabric, now, start, end, duration, self.share)
                 end = now + (end - now)
             elif holds:
                 held = [booked[r] for r in holds]

@@ -34,7 +34,7 @@ from collections.abc import Generator, Sequence
 
 import simpy
 
-from ..booking import book, slot
+from ..booking import book, book_crossing, crossing, slot
 
 __all__ = ["Link", "Path", "starts_at", "transfer_over", "Hold", "run_stages"]
 
@@ -141,33 +141,17 @@ class Path:
         #: the first port's: what a learner looks for in its stages (family.py)
         self.name = self.ports[0].name
 
-    def _spans(self, start: float, duration: float) -> list[tuple[float, float]]:
-        """Each leaf link's (begin, done) of its share of a transfer the ports
-        start at ``start``, in its own FIFO order."""
-        work = duration * self.share
-        spans = []
-        for link in self.fabric:
-            begin = link.free_at if link.free_at > start else start
-            spans.append((begin, begin + work if link.profile is None
-                          else link.profile.end(begin, work)))
-        return spans
-
     def slot(self, now: float, duration: float) -> tuple[float, float]:
         """(start, end) of a transfer asked for now: its ports free for its
         whole length, the leaf links' shares included."""
-        ports = _ends(self.ports, duration) or (lambda start: start + duration)
-        return slot(self.ports, now, duration,
-                    lambda start: max([ports(start), *(done for _, done in self._spans(start, duration))]))
+        return crossing(self.ports, self.fabric, now, duration, self.share,
+                        _ends(self.ports, duration))
 
     def transfer(self, duration: float) -> Generator:
         env = self.env
         now = env.now
         start, end = self.slot(now, duration)
-        spans = self._spans(start, duration)
-        for link, (begin, done) in zip(self.fabric, spans):
-            link.free_at = done
-        for link in self.ports:
-            book(link, now, start, end)
+        spans = book_crossing(self.ports, self.fabric, now, start, end, duration, self.share)
         yield env.timeout(end - now)
         for link in self.ports:
             link.busy_s += end - start

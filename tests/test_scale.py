@@ -130,14 +130,19 @@ def test_barrier_staleness_is_the_convolution_of_uniforms(L, rounds, last):
 
 
 def test_renewal_function_of_exponential_steps_is_t_over_m():
-    """Poisson: E[N(t)] = t / m. The normal tail of sums of 64 and more
-    steps is off by the skew Berry-Esseen allows, 0.5 rho / (sigma^3 sqrt(64))
-    per sum (rho / sigma^3 = 12 / e - 2 for exponentials), spread over the
-    few sums whose cdf is neither 0 nor 1 at t: a small fraction of a count."""
+    """Poisson: E[N(t)] = Var N(t) = t / m. The normal tail of sums of 64
+    and more steps is off by the skew Berry-Esseen allows, 0.5 rho /
+    (sigma^3 sqrt(64)) per sum (rho / sigma^3 = 12 / e - 2 for
+    exponentials), spread over the few sums whose cdf is neither 0 nor 1 at
+    t: a small fraction of a count. The variance: exact while the first 64
+    sums hold the count, the renewal CLT's cv^2 t / m (t here, exactly) beyond."""
     t = np.linspace(0.0, 500.0, 2001)
     skew = 12 / math.e - 2
-    assert np.max(np.abs(_renewal_function(Law("exponential", "expon", scale=1.0), t) - t)) \
-        <= 0.5 * skew / math.sqrt(64)
+    mean, var = _renewal_function(Law("exponential", "expon", scale=1.0), t)
+    assert np.max(np.abs(mean - t)) <= 0.5 * skew / math.sqrt(64)
+    # (the sums' variance is exact to the mass they leave out, at most
+    # 1e-6 of the 64th's, each worth at most 2 x 64 counts squared)
+    assert np.max(np.abs(var - t)) <= 1e-6 * 2 * 64 * 64 + 1e-9 * t.max()
 
 
 def test_kth_event_of_many_renewal_processes_by_the_central_limit():
@@ -241,35 +246,58 @@ def test_ssp_of_a_million_learners_says_how_many_it_walked():
     assert "walked on 16,384 of the 1,000,000 learners" in pred.laws["epoch_time"]
 
 
-def _staggered_by_convolutions(law, ready, k):
-    """The k-th event of staggered renewal processes with a convolution per
-    sum of steps, as before the sum was convolved once (the reference)."""
-    lo = float(ready.min())
-    hi = float(ready.max()) + law.sum_of(math.ceil(k / len(ready))).ppf(1 - 1e-6)
-    points = 2049
-    grid = np.linspace(lo, hi, points)
-    at = (ready - lo) / (grid[1] - grid[0])
-    below = np.minimum(np.floor(at).astype(int), points - 2)
-    share = at - below
-    starts = (np.bincount(below, 1.0 - share, minlength=points)
-              + np.bincount(below + 1, share, minlength=points))
-    count = np.zeros(points)
-    for j in range(1, k + 1):
-        at_least = np.convolve(starts, law.sum_of(j).cdf(grid - lo))[:points]
-        count += at_least
-        if at_least[-1] < 1e-9:
-            break
-    return float(np.interp(k - 0.5, count, grid))
+@pytest.mark.parametrize("learners", [4, 8, 1000])
+def test_staggered_events_of_learners_started_together_are_the_kth_events(learners):
+    """Started together, the j-th event is kth_event_mean's (exact): the
+    first HEAD_EVENTS of up to EXACT_HEAD_LEARNERS learners to the grid's
+    trapezoids, more learners' by the normal count, off by Berry-Esseen's
+    O(1 / sqrt(L)) of a step. Exponential steps: j m / L for every j (a
+    Poisson count; the normal one's continuity correction makes it exact in
+    the mean too), where the mean count alone put the first at m / (2 L)."""
+    from asgdsim.renewal import EXACT_HEAD_LEARNERS, HEAD_EVENTS, events_staggered
+
+    law = Law("lognormal", "lognorm", scale=math.exp(-0.5**2 / 2), shape=0.5)
+    k = max(learners // 2, 3)
+    got = events_staggered(law, np.full(learners, 0.1), k)
+    tolerance = 2e-3 if learners <= EXACT_HEAD_LEARNERS else 1 / math.sqrt(learners)
+    for j in (1, 2, k):
+        assert got[j - 1] - 0.1 == pytest.approx(kth_event_mean(law, learners, j)[0],
+                                                 abs=tolerance * law.mean)
+    poisson = events_staggered(Law("exponential", "expon", scale=1.0), np.zeros(learners), k)
+    # (to half a point of the first events' grid: 1,024 points up to about
+    # HEAD_EVENTS + 12 sd events)
+    point = (HEAD_EVENTS + 12 * math.sqrt(HEAD_EVENTS) + 1) / learners / 1024
+    assert poisson == pytest.approx(np.arange(1, k + 1) / learners, rel=1e-3, abs=point / 2)
+
+
+def test_staggered_first_event_of_exponential_steps_is_exact():
+    """E[first event] = integral of exp(-sum of (t - r_i)+) dt for learners
+    of exponential steps started at r_i: within the starts' rounding to the
+    grid (half a point each) of the quadrature."""
+    from scipy import integrate
+
+    from asgdsim.renewal import events_staggered
+
+    ready = np.array([0.0, 0.05, 0.1, 0.15])
+    exact = integrate.quad(lambda t: math.exp(-np.clip(t - ready, 0, None).sum()), 0, 60,
+                           points=list(ready), limit=200)[0]
+    got = events_staggered(Law("exponential", "expon", scale=1.0), ready, 1)[0]
+    assert got == pytest.approx(exact, abs=0.5 * 0.15 * len(ready) / 1024 + 1e-3 * exact)
 
 
 @pytest.mark.parametrize("learners, spacing", [(64, 0.08), (300, 1e-3), (1000, 0.0)])
-def test_staggered_events_convolve_the_renewal_function_once(learners, spacing):
-    """Convolution is linear: one convolution of the summed cdfs is the sum
-    of the convolutions, to rounding (and the sums stop where every
-    learner's next event together falls below 1e-9, no earlier)."""
+def test_staggered_events_of_nearly_fixed_steps(learners, spacing):
+    """Steps of cv 0.05 from starts spaced apart: the K-th event's mean is
+    the Monte Carlo's within 4 standard errors and the grid's point."""
     from asgdsim.renewal import events_staggered
 
     law = Law("lognormal", "lognorm", scale=1.2 * math.exp(-0.05**2 / 2), shape=0.05)
     ready = 0.1 + spacing * np.arange(learners)
-    assert events_staggered(law, ready, learners // 2)[-1] == pytest.approx(
-        _staggered_by_convolutions(law, ready, learners // 2), rel=1e-12)
+    k = learners // 2
+    rng = np.random.default_rng(3)
+    steps = law.scale * np.exp(law.shape * rng.standard_normal((2000, learners, 2)))
+    times = np.sort((ready[None, :, None] + np.cumsum(steps, axis=2)).reshape(2000, -1), axis=1)
+    kth = times[:, k - 1]
+    grid = (ready[-1] - ready[0] + 2 * 1.2 * 1.5) / 2048
+    assert abs(events_staggered(law, ready, k)[-1] - kth.mean()) <= \
+        4 * kth.std(ddof=1) / math.sqrt(len(kth)) + grid

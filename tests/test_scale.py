@@ -15,7 +15,8 @@ import pytest
 from asgdsim import mva
 from asgdsim.algorithms.softsync import batched_staleness
 from asgdsim.algorithms.ssp import _barrier_staleness
-from asgdsim.analytic import _push_queue, _staggered_queue, predict
+from asgdsim.analytic import (EXACT_ORDER_LEARNERS, _expected_order_statistics,
+                              _mixed_order_statistics, _push_queue, _staggered_queue, predict)
 from asgdsim.distributions import Law
 from asgdsim.pmf import MAX_SUPPORT, Pmf
 from asgdsim.renewal import _renewal_function, kth_event_mean
@@ -99,6 +100,48 @@ def test_staggered_queue_against_every_learners_order_statistics(law, spacing):
         span = p * spacing + law.ppf(1 - 1e-9) - law.ppf(1e-9) if not law.is_constant else 0.0
         allowed = spacing + span / 4096 + 1e-12
         assert abs(_staggered_queue(start, spacing, p, law, message, k) - exact) <= allowed
+
+
+@pytest.mark.parametrize("p", [2, 4, 9, EXACT_ORDER_LEARNERS])
+def test_order_statistics_of_exponentials_are_harmonic(p):
+    """The j-th of p exponentials of mean 1 is at H_p - H_(p-j) exactly (a
+    fresh race among the p - j + 1 left each time); Blom's positions put the
+    2nd of 4 at 0.48, not 0.58. The grid's trapezoids are the error."""
+    harmonic = np.cumsum(1.0 / np.arange(1, p + 1))
+    exact = harmonic[-1] - np.concatenate([harmonic[::-1][1:], [0.0]])
+    exponential = Law("exponential", "expon", scale=1.0)
+    got = _expected_order_statistics(np.zeros(p), exponential)
+    assert got == pytest.approx(exact, rel=1e-4)
+    mixed = _mixed_order_statistics(np.zeros(p), [exponential] * p)
+    assert mixed == pytest.approx(exact, rel=1e-4)
+
+
+def test_order_statistics_of_shifted_exponentials_against_a_sample():
+    """Learners ready apart: each order statistic against the mean of a
+    seeded sample, within 4 standard errors of it."""
+    shift = np.array([0.0, 0.05, 0.1, 0.15])
+    exponential = Law("exponential", "expon", scale=1.0)
+    sample = np.sort(shift + np.random.default_rng(7).exponential(1.0, (400_000, 4)), axis=1)
+    se = sample.std(axis=0, ddof=1) / math.sqrt(len(sample))
+    for got in (_expected_order_statistics(shift, exponential),
+                _mixed_order_statistics(shift, [exponential] * 4)):
+        assert np.all(np.abs(np.sort(got) - sample.mean(axis=0)) <= 4 * se)
+
+
+def test_mixed_order_statistics_of_two_laws_against_a_sample():
+    """Two laws among six learners (a fixed step and exponentials, as
+    k-async's released and left-out learners): every order statistic
+    within 4 standard errors of a seeded sample's mean."""
+    exponential, fixed = Law("exponential", "expon", scale=1.0), Law.constant(0.7)
+    shift = np.array([0.0, 0.0, 0.0, 0.0, 0.1, 0.2])
+    laws = [exponential] * 4 + [fixed] * 2
+    rng = np.random.default_rng(11)
+    draws = np.column_stack([rng.exponential(1.0, (300_000, 4)),
+                             np.full((300_000, 2), 0.7)]) + shift
+    sample = np.sort(draws, axis=1)
+    se = sample.std(axis=0, ddof=1) / math.sqrt(len(sample))
+    got = np.sort(_mixed_order_statistics(shift, laws))
+    assert np.all(np.abs(got - sample.mean(axis=0)) <= 4 * se + 1e-3)
 
 
 def test_batched_staleness_is_the_sum_over_the_batchs_places():

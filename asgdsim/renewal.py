@@ -243,8 +243,10 @@ def _first_events(law, ready: np.ndarray, most: int, hi: float) -> np.ndarray:
     total = None
     for shift, n in zip(shifts, sizes):
         rows = np.zeros((points, most))
-        rows[:shift, 0] = 1.0            # not started: no events yet
-        rows[shift:] = one[:points - shift]
+        # not started: no events yet (one that starts past the grid's end,
+        # after the first ``most`` events of the others, adds none)
+        rows[:shift, 0] = 1.0
+        rows[shift:] = one[:max(0, points - shift)]
         mine = _power_below(rows, int(n), most)
         # (cut at ``most`` after each product, as the FFT's circle wraps)
         total = mine if total is None else np.fft.irfft(

@@ -19,7 +19,7 @@ from asgdsim.analytic import (EXACT_ORDER_LEARNERS, _expected_order_statistics,
                               _mixed_order_statistics, _push_queue, _staggered_queue, predict)
 from asgdsim.distributions import Law
 from asgdsim.pmf import MAX_SUPPORT, Pmf
-from asgdsim.renewal import _renewal_function, kth_event_mean
+from asgdsim.renewal import _first_events, _renewal_function, kth_event_mean
 from asgdsim.scenario import MAX_LEARNERS, scenario_from_dict
 
 
@@ -311,6 +311,17 @@ def test_staggered_events_of_learners_started_together_are_the_kth_events(learne
     # HEAD_EVENTS + 12 sd events)
     point = (HEAD_EVENTS + 12 * math.sqrt(HEAD_EVENTS) + 1) / learners / 1024
     assert poisson == pytest.approx(np.arange(1, k + 1) / learners, rel=1e-3, abs=point / 2)
+
+
+def test_a_learner_started_after_the_first_events_adds_none_of_them():
+    """A learner that starts after the others' first events (past the
+    grid's end) changes none of them (it crashed the agreement suite, seeds
+    10, 12, 16 to 18, on k-batch-sync draws whose learners start far apart)."""
+    law = Law("exponential", "expon", scale=1.0)
+    alone = _first_events(law, np.array([0.0, 0.0]), 4, 20.0)
+    assert _first_events(law, np.array([0.0, 0.0, 30.0]), 4, 20.0) == pytest.approx(alone)
+    # two learners of rate 1: the j-th event of a Poisson process of rate 2
+    assert alone == pytest.approx(np.arange(1, 5) / 2.0, rel=2e-3)
 
 
 def test_staggered_first_event_of_exponential_steps_is_exact():

@@ -16,7 +16,8 @@ from asgdsim import mva
 from asgdsim.algorithms.softsync import batched_staleness
 from asgdsim.algorithms.ssp import _barrier_staleness
 from asgdsim.analytic import (EXACT_ORDER_LEARNERS, _expected_order_statistics,
-                              _mixed_order_statistics, _push_queue, _staggered_queue, predict)
+                              _mixed_order_statistics, _push_queue, _queue_spread,
+                              _staggered_queue, predict)
 from asgdsim.distributions import Law
 from asgdsim.pmf import MAX_SUPPORT, Pmf
 from asgdsim.renewal import _first_events, _renewal_function, kth_event_mean
@@ -142,6 +143,26 @@ def test_mixed_order_statistics_of_two_laws_against_a_sample():
     se = sample.std(axis=0, ddof=1) / math.sqrt(len(sample))
     got = np.sort(_mixed_order_statistics(shift, laws))
     assert np.all(np.abs(got - sample.mean(axis=0)) <= 4 * se + 1e-3)
+
+
+def test_queue_spread_is_the_mean_finish_less_the_finish_at_mean_arrivals():
+    """24 learners ready 44.5 ms apart, lognormal steps (mean 0.207 s, cv
+    0.29), K = 12 messages of 44.5 ms: against an independent sample of
+    200,000 rounds, within 4 of the function's own standard errors; none
+    for fixed steps, or where the port takes no time."""
+    p, k, message = 24, 12, 0.0445
+    law = Law("lognormal", "lognorm", scale=0.207 / math.sqrt(1 + 0.29**2),
+              shape=math.sqrt(math.log(1 + 0.29**2)))
+    starts, lags, services = message * np.arange(1, p + 1), np.zeros(p), np.full(p, message)
+    arrivals = np.sort(starts + law.sample(np.random.default_rng(5), 200_000 * p)
+                       .reshape(-1, p), axis=1)[:, :k]
+    finish = np.max(arrivals + message * (k - np.arange(k)), axis=1)
+    exact = finish.mean() - np.max(arrivals.mean(axis=0) + message * (k - np.arange(k)))
+    se = finish.std() / math.sqrt(max(64, (1 << 16) // p))
+    assert abs(_queue_spread(starts, law, lags, services, k) - exact) <= 4 * se
+    assert exact > 0.05       # 6 % of the 0.84 s round
+    assert _queue_spread(starts, Law.constant(0.207), lags, services, k) == 0.0
+    assert _queue_spread(starts, law, lags, np.zeros(p), k) == 0.0
 
 
 def test_batched_staleness_is_the_sum_over_the_batchs_places():

@@ -504,12 +504,61 @@ def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
     return [(names, duration) for names, duration in resolved if names is not None]
 
 
+#: seeded rounds of the learners' turns at a saturated port (:func:`_turns_walked`)
+#: (each learner's first 2 turns let the schedule settle; the rest are measured)
+TURN_REPLICAS, TURN_DRAWS, TURNS_EACH = 64, 8192, 10
+
+
+def _turns_walked(stations: list[mva.Station], customers: int, law: Law,
+                  cycle: float) -> float:
+    """The cycle where one fixed-time single server is the busiest station
+    and the learners' steps are random: its turns walked by the max-plus
+    recursion d_k = max(d_(k-1), d_(k-N) + Z_k) + D (the k-th turn ends
+    one service D after the later of the turn before and its learner's
+    return, N turns back, after a seeded cycle Z_k of the rest: its mean
+    the other stations' demands, its randomness the step's), the cycle N
+    times the turns' mean spacing. At the knee, with about as many learners
+    as keep the server busy, a learner late by part of a turn leaves it idle
+    and the turn is not made up, which mean-value analysis with arrivals as
+    random as a learner's cycle does not see."""
+    queues = [s for s in stations if s.servers > 0 and s.demand_s > 0]
+    if law.std == 0 or not queues:
+        return cycle
+    busiest = max(queues, key=lambda s: s.demand_s / s.servers)
+    if busiest.servers != 1 or busiest.service_cv2 > 0 or customers > MAX_SKELETON_LEARNERS \
+            or customers * busiest.demand_s < CONTENTION_UTILISATION * cycle:
+        return cycle
+    # arrivals as random as can be leave the cycle as it is: nothing to walk
+    if mva.solve(stations, customers, arrival_cv2=1.0)[0] <= cycle * (1 + 1e-3):
+        return cycle
+    d, n = busiest.demand_s, customers
+    rest = sum(s.demand_s for s in stations) - d - law.mean
+    turns = n * TURNS_EACH
+    replicas = max(8, min(TURN_REPLICAS, TURN_DRAWS // n))
+    rng = np.random.default_rng(TURNS_EACH)
+    think = rest + law.sample(rng, replicas * turns).reshape(turns, replicas)
+    # each replica's learners' next arrivals; the server takes the earliest
+    coming = rest + law.sample(rng, replicas * n).reshape(replicas, n)
+    rows = np.arange(replicas)
+    last = np.zeros(replicas)
+    done = np.empty((turns, replicas))
+    for k in range(turns):
+        who = coming.argmin(axis=1)
+        last = np.maximum(last, coming[rows, who]) + d
+        coming[rows, who] = last + think[k]
+        done[k] = last
+    settled = 2 * n
+    spacing = (done[-1] - done[settled]).mean() / (turns - 1 - settled)
+    return max(cycle, n * float(spacing))
+
+
 def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     m = topo.learners
     server = [mva.Station("server", costs.server_update_s)] if costs.server_update_s else []
-    cycle, util, bound = _cycle(_stations(loop, topo, law, "cluster", server), m, law,
-                                loop.overhead_s + costs.server_update_s)
+    stations = _stations(loop, topo, law, "cluster", server)
+    cycle, util, bound = _cycle(stations, m, law, loop.overhead_s + costs.server_update_s)
+    cycle = _turns_walked(stations, m, law, cycle)
     per_gradient = cycle / m
     laws = {"minibatch": "exact: one gradient per update"}
     if law.is_constant and m <= MAX_SKELETON_LEARNERS:

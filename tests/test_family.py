@@ -472,3 +472,25 @@ def test_k_sync_rounds_take_the_mean_of_the_ports_queue_not_its_value_at_mean_ar
     res, pred = simulate(sc), predict(sc)
     rounds = np.diff(res.updates["t"].to_numpy())[100:]
     assert abs(pred.t_update_s - rounds.mean()) <= 0.02 * rounds.mean() + Z * batch_means_se(rounds)
+
+
+def test_async_at_the_knee_of_a_saturated_port_loses_turns():
+    # 6 learners on two TSUBAME 2.5 nodes, ResNet-34, the server's ports
+    # 21.8 ms a message and about as many learners as keep them busy,
+    # lognormal steps of cv 0.86 (sd 20 ms): a learner late by part of a
+    # turn leaves the port idle, and the turn is not made up. Mean-value
+    # analysis with arrivals as random as a learner's cycle put the port at
+    # its bound, 9.7 % short (agreement draw seed 19 random-30, k-async
+    # with K = 1, unlabelled); the turns are walked on seeded draws, the
+    # rest of the cycle at its mean: within 3 % plus the sample's error
+    data = {"name": "knee", "seed": 907535941,
+            "workload": {"model": "resnet34", "dataset_samples": 2810880, "sub_batch": 128},
+            "cluster": {"machine": "tsubame2.5", "nodes": 2},
+            "algorithm": {"kind": "async"},
+            "timing": {"compute": {"distribution": "lognormal", "mean": "23.52 ms", "cv": 0.856},
+                       "communication": "modelled"},
+            "stop": {"updates": 6000}}
+    sc = scenario_from_dict(data)
+    res, pred = simulate(sc), predict(sc)
+    gaps = np.diff(res.updates["t"].to_numpy())[600:]
+    assert abs(pred.t_update_s - gaps.mean()) <= 0.03 * gaps.mean() + Z * batch_means_se(gaps)

@@ -512,14 +512,14 @@ TURN_REPLICAS, TURN_DRAWS, TURNS_EACH = 64, 8192, 10
 def _turns_walked(stations: list[mva.Station], customers: int, law: Law,
                   cycle: float) -> float:
     """The cycle where one fixed-time single server is the busiest station
-    and the learners' steps are random: its turns walked by the max-plus
-    recursion d_k = max(d_(k-1), d_(k-N) + Z_k) + D (the k-th turn ends
-    one service D after the later of the turn before and its learner's
-    return, N turns back, after a seeded cycle Z_k of the rest: its mean
-    the other stations' demands, its randomness the step's), the cycle N
-    times the turns' mean spacing. At the knee, with about as many learners
-    as keep the server busy, a learner late by part of a turn leaves it idle
-    and the turn is not made up, which mean-value analysis with arrivals as
+    and the learners' steps are random: its turns walked, d_k = max(d_(k-1),
+    a_k) + D (the k-th turn ends one service D after the later of the turn
+    before and the earliest learner waiting, each learner back a seeded
+    cycle of the rest after its last turn: the other stations' demands
+    and a step), the cycle N times the turns' mean spacing; the longer of
+    that and ``cycle``. At the knee, with about as many learners as keep
+    the server busy, a learner late by part of a turn leaves it idle and
+    the turn is not made up, which mean-value analysis with arrivals as
     random as a learner's cycle does not see."""
     queues = [s for s in stations if s.servers > 0 and s.demand_s > 0]
     if law.std == 0 or not queues:
@@ -1322,11 +1322,10 @@ def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
         return np.column_stack([np.asarray(law.cdf(grid - s), dtype=float)
                                 for s, law in distinct])
 
+    grid = np.linspace(lo, hi, 4096)
     if p <= EXACT_ORDER_LEARNERS:
-        grid = np.linspace(lo, hi, 4096)
         ordered = _exact_orders(np.repeat(columns(grid).T, counts.astype(int), axis=0), grid)
     else:
-        grid = np.linspace(lo, hi, 4096)
         each = columns(grid)
         mixture = each @ counts / p
         targets = (np.arange(1, p) - 0.375) / (p + 0.25)
@@ -1459,10 +1458,9 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
         return np.append(shift[0] + quantiles, shift[0] + law.expected_max(p))
     lo = shift.min() + law.ppf(1e-9)
     hi = shift.max() + law.ppf(1 - 1e-12 / p)
-    if p <= EXACT_ORDER_LEARNERS:
-        grid = np.linspace(lo, hi, 4096)
-        return _exact_orders(law.cdf(grid[None, :] - shift[:, None]), grid)
     grid = np.linspace(lo, hi, 4096)
+    if p <= EXACT_ORDER_LEARNERS:
+        return _exact_orders(law.cdf(grid[None, :] - shift[:, None]), grid)
     each = law.cdf(np.subtract.outer(grid, shift))
     mixture = each.mean(axis=1)
     targets = (np.arange(1, p) - 0.375) / (p + 0.25)

@@ -175,7 +175,9 @@ def predict(scenario, costs):
                            f"all its learners pull and read every round, and the server's port "
                            f"sends the weights to about {steady / out:.3g} of the {L} learners "
                            "a round: which of them pull and read is not modelled")
-            steady += out / 2
+            # (where the port only just cannot, L pulls a little over a round,
+            # what is left of them when it publishes: its backlog, under half)
+            steady += min(out / 2, L * out - steady)
             epoch_law += "; the server's port always busy with pulls, half a pull more a round"
             # steady steps lock the learners into a schedule: the pull under
             # way when a round closes follows it, anywhere from none to a whole

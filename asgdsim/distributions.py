@@ -195,6 +195,26 @@ class Law(_Duration):
             z = math.exp(self.shape * float(special.ndtri(q)))
         return self.shift + self.loc + self.scale * z
 
+    def quantiles(self, levels: np.ndarray) -> np.ndarray:
+        """:meth:`ppf` at each of ``levels`` at once."""
+        q = np.asarray(levels, dtype=float)
+        if self.family is None:
+            return np.full(q.shape, self.shift)
+        if self.family == "expon":
+            z = -np.log1p(-q)
+        elif self.family == "uniform":
+            z = q
+        elif self.family == "gamma":
+            z = special.gammaincinv(self.shape, q)
+        else:
+            z = np.exp(self.shape * special.ndtri(q))
+        return self.shift + self.loc + self.scale * z
+
+    @property
+    def atoms(self) -> np.ndarray:
+        """Where the cdf jumps: a constant's value, else nowhere."""
+        return np.array([self.shift] if self.family is None else [])
+
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
         """E[(y - X)+] = y F(y) - E[X; X <= y], in closed form for every family
         here (vectorised over y)."""
@@ -358,6 +378,22 @@ class _Mixed(_Duration):
         if self.cdf(hi) <= q:                 # q within rounding of 1: the cdf is flat there
             return hi
         return brentq(lambda x: self.cdf(x) - q, lo, hi, xtol=1e-12 * max(1.0, hi))
+
+    def quantiles(self, levels: np.ndarray) -> np.ndarray:
+        """:meth:`ppf` at each of ``levels`` (ascending) at once: bisection on
+        the cdf, all levels together, between the first's and the last's
+        quantile (to a 2^-60th of that range)."""
+        q = np.asarray(levels, dtype=float)
+        lo, hi = np.full(q.shape, self.ppf(q[0])), np.full(q.shape, self.ppf(q[-1]))
+        for _ in range(60):
+            middle = (lo + hi) / 2
+            short = np.asarray(self.cdf(middle)) < q
+            lo, hi = np.where(short, middle, lo), np.where(short, hi, middle)
+        return hi
+
+    @property
+    def atoms(self) -> np.ndarray:
+        return np.unique(np.concatenate([p.atoms for p in self.parts]))
 
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
         result = sum(w * np.asarray(p.partial_expectation(y)) for w, p in zip(self.weights, self.parts))
@@ -523,6 +559,15 @@ class Empirical(_Duration):
         n = len(self.values)
         i = int(np.searchsorted(np.arange(1, n + 1) / n, q, side="left"))
         return float(self.values[min(i, n - 1)])
+
+    def quantiles(self, levels: np.ndarray) -> np.ndarray:
+        n = len(self.values)
+        i = np.searchsorted(np.arange(1, n + 1) / n, np.asarray(levels, dtype=float), side="left")
+        return self.values[np.minimum(i, n - 1)]
+
+    @property
+    def atoms(self) -> np.ndarray:
+        return np.unique(self.values)
 
     def partial_expectation(self, y: float | np.ndarray) -> float | np.ndarray:
         # E[(y - X)+] = (y c - sum of the c values at or below y) / n, from

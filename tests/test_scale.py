@@ -129,6 +129,32 @@ def test_order_statistics_of_shifted_exponentials_against_a_sample():
         assert np.all(np.abs(np.sort(got) - sample.mean(axis=0)) <= 4 * se)
 
 
+@pytest.mark.parametrize("cv", [1.5, 3.0])
+@pytest.mark.parametrize("p", [4, EXACT_ORDER_LEARNERS])
+def test_order_statistics_of_long_tailed_steps_against_a_sample(p, cv):
+    """Lognormal steps of cv 1.5 and 3, learners ready up to half a step
+    apart: the top of the largest is hundreds of medians out, and an even
+    grid to it put the first of 32 (cv 1.5) 164 % high. Every order
+    statistic within 4 standard errors of a seeded sample's mean."""
+    law = Law("lognormal", "lognorm", scale=1 / math.sqrt(1 + cv**2),
+              shape=math.sqrt(math.log(1 + cv**2)))
+    rng = np.random.default_rng(3)
+    shift = rng.uniform(0.0, 0.5, p)
+    sample = np.sort(shift + law.sample(rng, 200_000 * p).reshape(-1, p), axis=1)
+    se = sample.std(axis=0, ddof=1) / math.sqrt(len(sample))
+    for got in (_expected_order_statistics(shift, law), np.sort(_mixed_order_statistics(shift, [law] * p))):
+        assert np.all(np.abs(got - sample.mean(axis=0)) <= 4 * se)
+
+
+def test_order_statistics_of_fixed_steps_are_the_arrivals_sorted():
+    """Fixed steps, atoms of the arrivals' laws: the order statistics are
+    the arrivals themselves, in order, also where they coincide."""
+    fixed = Law.constant(1.0)
+    assert _expected_order_statistics(np.zeros(3), fixed) == pytest.approx([1.0] * 3, abs=1e-12)
+    got = _mixed_order_statistics(np.array([0.3, 0.0, 0.1]), [fixed, fixed, Law.constant(0.5)])
+    assert got == pytest.approx([1.3, 1.0, 0.6], abs=1e-9)
+
+
 def test_mixed_order_statistics_of_two_laws_against_a_sample():
     """Two laws among six learners (a fixed step and exponentials, as
     k-async's released and left-out learners): every order statistic
@@ -142,7 +168,7 @@ def test_mixed_order_statistics_of_two_laws_against_a_sample():
     sample = np.sort(draws, axis=1)
     se = sample.std(axis=0, ddof=1) / math.sqrt(len(sample))
     got = np.sort(_mixed_order_statistics(shift, laws))
-    assert np.all(np.abs(got - sample.mean(axis=0)) <= 4 * se + 1e-3)
+    assert np.all(np.abs(got - sample.mean(axis=0)) <= 4 * se)
 
 
 def test_queue_spread_is_the_mean_finish_less_the_finish_at_mean_arrivals():

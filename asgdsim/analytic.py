@@ -507,6 +507,8 @@ def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
 #: seeded rounds of the learners' turns at a saturated port (:func:`_turns_walked`)
 #: (each learner's first 2 turns let the schedule settle; the rest are measured)
 TURN_REPLICAS, TURN_DRAWS, TURNS_EACH = 64, 8192, 10
+#: the seed of their steps (any fixed number: every call walks the same turns)
+TURNS_SEED = 10
 
 
 def _turns_walked(stations: list[mva.Station], customers: int, law: Law,
@@ -535,7 +537,7 @@ def _turns_walked(stations: list[mva.Station], customers: int, law: Law,
     rest = sum(s.demand_s for s in stations) - d - law.mean
     turns = n * TURNS_EACH
     replicas = max(8, min(TURN_REPLICAS, TURN_DRAWS // n))
-    rng = np.random.default_rng(TURNS_EACH)
+    rng = np.random.default_rng(TURNS_SEED)
     think = rest + law.sample(rng, replicas * turns).reshape(turns, replicas)
     # each replica's learners' next arrivals; the server takes the earliest
     coming = rest + law.sample(rng, replicas * n).reshape(replicas, n)
@@ -1101,9 +1103,11 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     # random steps: what follows the step, walked from when it is done (a
     # part for a colocated shard of the learner's own node stays inside it)
     pushes = [] if law.is_constant else [_resolved(topo, loop.after, i) for i in range(p)]
-    # (and from its step to the server's port, and its turn there)
+    # (and from its step to the server's port, the stages before its push,
+    # and its turn there, which a fat tree's down-link may make longer)
     services = message * remote
-    lags = np.array([sum(d for _, d in walk) for walk in pushes]) - services if pushes else None
+    own_push = (push.duration_s if push is not None else 0.0) * remote
+    lags = np.array([sum(d for _, d in walk) for walk in pushes]) - own_push if pushes else None
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
         ready = np.zeros(p)
@@ -1129,9 +1133,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
             spread = _queue_spread(ready[rank] - early, law, lags[rank], services[rank], k)
             return (float(np.sort(pushed)[k - 1]) + spread + update_s,
                     rank[np.argsort(pushed, kind="stable")])
-        # the port done at max over j of (j-th arrival + the messages from j on)
-        left = np.cumsum((message * remote[rank][:k])[::-1])[::-1]
-        return float(np.max(queue + left)) + update_s, rank
+        return float(_fifo_done(queue, message * remote[rank][:k])) + update_s, rank
 
     first, later, settled = _settled(one_round, before, reply, law.is_constant)
     return first, later, exact and settled
@@ -1140,6 +1142,17 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
 #: draws of a round's steps that measure how much the server port's queue
 #: adds to the round beyond its arrivals at their means (:func:`_queue_spread`)
 SPREAD_DRAWS = 1 << 16
+#: the seed of those draws (any fixed number: every call draws the same steps)
+SPREAD_SEED = 65536
+
+
+def _fifo_done(arrivals: np.ndarray, services: np.ndarray) -> np.ndarray:
+    """When a single first-come-first-served server is done with jobs that
+    arrive at ``arrivals`` (ascending along the last axis), taking
+    ``services``: the max over j of the j-th arrival + the services from
+    the j-th on (the server is busy from the last arrival it found idle)."""
+    rest = np.cumsum(services[..., ::-1], axis=-1)[..., ::-1]
+    return np.max(arrivals + rest, axis=-1)
 
 
 def _queue_spread(starts: np.ndarray, law: Law, lags: np.ndarray, services: np.ndarray,
@@ -1156,18 +1169,18 @@ def _queue_spread(starts: np.ndarray, law: Law, lags: np.ndarray, services: np.n
     port ``lags[i]`` after its step (the stages before it, unhindered),
     taking ``services[i]`` there; the steps are seeded draws, the same for
     every call, and the difference is taken within them, so their own
-    sampling error of the order statistics cancels."""
+    sampling error partly cancels (both terms err the same way)."""
     if not services.any() or law.is_constant:
         return 0.0
     p = len(starts)
     draws = max(64, SPREAD_DRAWS // p)
-    arrivals = starts + lags + law.sample(np.random.default_rng(SPREAD_DRAWS), draws * p) \
+    arrivals = starts + lags + law.sample(np.random.default_rng(SPREAD_SEED), draws * p) \
         .reshape(draws, p)
     order = np.argsort(arrivals, axis=1, kind="stable")[:, :k]
     first = np.take_along_axis(arrivals, order, axis=1)
-    rest = np.cumsum(services[order][:, ::-1], axis=1)[:, ::-1]
-    done = np.max(first + rest, axis=1).mean()
-    at_means = np.max(first.mean(axis=0) + rest.mean(axis=0))
+    taken = services[order]
+    done = _fifo_done(first, taken).mean()
+    at_means = _fifo_done(first.mean(axis=0), taken.mean(axis=0))
     return max(0.0, float(done - at_means))
 
 
@@ -1288,8 +1301,7 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
         arrive = _mixed_order_statistics(shift[order], [drawn[i] for i in order])
         by_arrival = np.argsort(arrive, kind="stable")
         # FIFO at the server's port, in the order they arrive
-        left = np.cumsum(message[order][by_arrival][::-1])[::-1]
-        return float(np.max(arrive[by_arrival] + left)) + update_s
+        return float(_fifo_done(arrive[by_arrival], message[order][by_arrival])) + update_s
 
     # the replies leave in the order the gradients came in, which mixes the
     # groups: each group's learners spread evenly over the sequence
@@ -1431,8 +1443,7 @@ def _push_queue(ready: np.ndarray, law: Law, message_s: float, k: int) -> float:
         arrive = _expected_order_statistics(ready, law)[:k]
     if message_s == 0:
         return float(arrive[-1])
-    # FIFO single server: done at max_j (j-th arrival + (k - j + 1) messages)
-    return float(np.max(arrive + (k - np.arange(k)) * message_s))
+    return float(_fifo_done(arrive, np.full(k, message_s)))
 
 
 def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:

@@ -174,7 +174,7 @@ def events_staggered(law, ready: np.ndarray | tuple[float, float, int], k: int) 
         var = np.maximum(second - mean**2, 0.0)
     count = np.convolve(starts, mean)[:points]
     variance = np.convolve(starts, var)[:points]
-    if not variance.any():
+    if law.std == 0:
         # fixed steps: the count is sure, and the j-th event comes where it
         # crosses j - 1/2 (linear between grid points)
         return np.interp(np.arange(1, k + 1) - 0.5, count, grid)

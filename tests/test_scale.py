@@ -15,7 +15,7 @@ import pytest
 from asgdsim import mva
 from asgdsim.algorithms.softsync import batched_staleness
 from asgdsim.algorithms.ssp import _barrier_staleness
-from asgdsim.analytic import (EXACT_ORDER_LEARNERS, _expected_order_statistics,
+from asgdsim.analytic import (EXACT_ORDER_LEARNERS, SPREAD_DRAWS, _expected_order_statistics,
                               _mixed_order_statistics, _push_queue, _queue_spread,
                               _staggered_queue, predict)
 from asgdsim.distributions import Law
@@ -184,7 +184,7 @@ def test_queue_spread_is_the_mean_finish_less_the_finish_at_mean_arrivals():
                        .reshape(-1, p), axis=1)[:, :k]
     finish = np.max(arrivals + message * (k - np.arange(k)), axis=1)
     exact = finish.mean() - np.max(arrivals.mean(axis=0) + message * (k - np.arange(k)))
-    se = finish.std() / math.sqrt(max(64, (1 << 16) // p))
+    se = finish.std() / math.sqrt(max(64, SPREAD_DRAWS // p))
     assert abs(_queue_spread(starts, law, lags, services, k) - exact) <= 4 * se
     assert exact > 0.05       # 6 % of the 0.84 s round
     assert _queue_spread(starts, Law.constant(0.207), lags, services, k) == 0.0

@@ -1488,12 +1488,18 @@ def _order_grid(columns: list[tuple[float, Law]], p: int) -> tuple[np.ndarray, b
     quantiles = {law: law.quantiles(levels) for _, law in columns}
     placed = np.unique(np.concatenate([s + quantiles[law] for s, law in columns]))
     placed = placed[::math.ceil(len(placed) / ORDER_GRID)]
+    grid = np.unique(np.concatenate([np.linspace(lo, hi, ORDER_GRID), placed]))
+    # points a billionth of the range from the one before go (a law's top
+    # quantiles round together): a cell that narrow beside a wide one makes
+    # Simpson's weights huge, and their rounding with them
+    grid = grid[np.concatenate([[True], np.diff(grid) > 1e-9 * (hi - lo)])]
     atoms = np.concatenate([s + law.atoms for s, law in columns])
-    grid = np.unique(np.concatenate([np.linspace(lo, hi, ORDER_GRID), placed,
-                                     atoms, np.nextafter(atoms, -np.inf)]))
+    if len(atoms):
+        grid = np.unique(np.concatenate([grid, atoms, np.nextafter(atoms, -np.inf)]))
     grid = grid[(grid >= lo) & (grid <= hi)]
     if len(grid) % 2 == 0:                     # Simpson's rule takes the cells in pairs
-        grid = np.insert(grid, -1, (grid[-2] + grid[-1]) / 2)
+        widest = int(np.argmax(np.diff(grid)))
+        grid = np.insert(grid, widest + 1, (grid[widest] + grid[widest + 1]) / 2)
     return grid, len(atoms) == 0
 
 

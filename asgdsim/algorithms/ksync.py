@@ -176,9 +176,12 @@ def predict(scenario, costs):
                            f"sends the weights to about {steady / out:.3g} of the {L} learners "
                            "a round: which of them pull and read is not modelled")
             # (where the port only just cannot, L pulls a little over a round,
-            # what is left of them when it publishes: its backlog, under half)
+            # what is left of them when it publishes is that backlog; capped
+            # at the half pull of a port well past it, a choice: a backlog
+            # between half a pull and a whole one is not checked either way)
             steady += min(out / 2, L * out - steady)
-            epoch_law += "; the server's port always busy with pulls, half a pull more a round"
+            epoch_law += ("; the server's port always busy with pulls, its backlog when it "
+                          "publishes (at most half a pull) more a round")
             # steady steps lock the learners into a schedule: the pull under
             # way when a round closes follows it, anywhere from none to a whole
             # pull, which matters where half a pull is more than 5 % of a round

@@ -1489,14 +1489,14 @@ def _order_grid(columns: list[tuple[float, Law]], p: int) -> tuple[np.ndarray, b
     out 164 % high. Also whether every cdf is continuous (Simpson's rule
     then holds)."""
     top = 1 - max(1e-12 / p, 1e-15)
-    lo = min(s + law.ppf(1e-9) for s, law in columns)
-    hi = max(s + law.ppf(top) for s, law in columns)
-    if hi <= lo:
-        return np.array([lo]), True
     laws = dict.fromkeys(law for _, law in columns)
     levels = special.expit(np.linspace(special.logit(1e-9), special.logit(top), ORDER_LEVELS))
     quantiles = {law: law.quantiles(levels) for law in laws}
-    placed = np.unique(np.concatenate([s + quantiles[law] for s, law in columns]))
+    placed = np.concatenate([s + quantiles[law] for s, law in columns])
+    lo, hi = placed.min(), placed.max()
+    if hi <= lo:
+        return np.array([lo]), True
+    placed = np.unique(placed)
     placed = placed[::math.ceil(len(placed) / ORDER_GRID)]
     grid = np.unique(np.concatenate([np.linspace(lo, hi, ORDER_GRID), placed]))
     # points a billionth of the range from the one before go (a law's

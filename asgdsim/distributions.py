@@ -183,20 +183,10 @@ class Law(_Duration):
 
     def ppf(self, q: float) -> float:
         """The q-quantile."""
-        if self.family is None:
-            return self.shift
-        if self.family == "expon":
-            z = -math.log1p(-q)
-        elif self.family == "uniform":
-            z = q
-        elif self.family == "gamma":
-            z = float(special.gammaincinv(self.shape, q))
-        else:
-            z = math.exp(self.shape * float(special.ndtri(q)))
-        return self.shift + self.loc + self.scale * z
+        return float(self.quantiles(q))
 
-    def quantiles(self, levels: np.ndarray) -> np.ndarray:
-        """:meth:`ppf` at each of ``levels`` at once."""
+    def quantiles(self, levels: float | np.ndarray) -> np.ndarray:
+        """The quantile at each of ``levels``, vectorised."""
         q = np.asarray(levels, dtype=float)
         if self.family is None:
             return np.full(q.shape, self.shift)
@@ -555,12 +545,10 @@ class Empirical(_Duration):
         return float(result) if np.ndim(result) == 0 else result
 
     def ppf(self, q: float) -> float:
-        # the smallest value whose cdf (i / n, as cdf computes it) reaches q
-        n = len(self.values)
-        i = int(np.searchsorted(np.arange(1, n + 1) / n, q, side="left"))
-        return float(self.values[min(i, n - 1)])
+        return float(self.quantiles(q))
 
-    def quantiles(self, levels: np.ndarray) -> np.ndarray:
+    def quantiles(self, levels: float | np.ndarray) -> np.ndarray:
+        # the smallest value whose cdf (i / n, as cdf computes it) reaches each level
         n = len(self.values)
         i = np.searchsorted(np.arange(1, n + 1) / n, np.asarray(levels, dtype=float), side="left")
         return self.values[np.minimum(i, n - 1)]

@@ -86,10 +86,10 @@ def _released_round(law, topology, loop_, learners: int, k: int, update_s: float
     from the close, then those stages), on the stages to the port (what is
     left of them, uniform) or at the port. The pushes queue there first come
     first served: done at max over j of (the j-th arrival, at its expected
-    order statistic, + the K - j + 1 messages from it on, its own included). The harmonic formula
-    at the mean cycle left the released learners' queue for the weights
-    out (27 learners, K = 20, a 33 ms message: 2.69 s a round, simulated
-    2.94 s)."""
+    order statistic, + the K - j + 1 messages from it on, its own
+    included). The harmonic formula at the mean cycle left the released
+    learners' queue for the weights out (27 learners, K = 20, a 33 ms
+    message: 2.69 s a round, simulated 2.94 s)."""
     from ..analytic import _fifo_done, _mixed_order_statistics
     from ..distributions import Law, Mixture
 

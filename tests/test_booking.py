@@ -141,5 +141,6 @@ def test_sharded_rounds_are_not_chaotic():
     data["timing"]["jitter"] = {"distribution": "lognormal", "cv": 0.002}
     noisy = check(data)
     assert fixed["epoch_time_sim"] == pytest.approx(fixed["epoch_time_closed"], rel=1e-9)
-    assert 2453 < fixed["epoch_time_sim"] < 2457 and 2453 < noisy["epoch_time_sim"] < 2457
+    # (held idle, the noise doubled the epoch; booked, it moves it 0.1 %)
+    assert noisy["epoch_time_sim"] == pytest.approx(fixed["epoch_time_sim"], rel=0.005)
     assert noisy["epoch_time_closed"] == pytest.approx(noisy["epoch_time_sim"], rel=0.01)

@@ -1447,7 +1447,8 @@ def _push_queue(ready: np.ndarray, law: Law, message_s: float, k: int) -> float:
 
 def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
     """E of the order statistics of shift[i] + X_i (independent X_i ~ law),
-    in ascending order: :func:`_mixed_order_statistics` of one law, and
+    in ascending order: :func:`_mixed_order_statistics` of one law; for
+    exponential steps ready together, their closed form; and
     for more than EXACT_ORDER_LEARNERS learners ready together, Blom's
     positions on the law's own quantiles and its exact mean of the
     largest. Blom's are off most for few learners of a skewed law (the 2nd
@@ -1455,6 +1456,9 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
     p = len(shift)
     if p == 1:
         return np.array([shift[0] + law.mean])
+    if np.ptp(shift) == 0 and getattr(law, "family", None) == "expon":
+        # m (H_p - H_{p-k}): exact, where the grid's quadrature is within 1e-8
+        return shift[0] + np.array([law.expected_order(k, p) for k in range(1, p + 1)])
     if np.ptp(shift) == 0 and p > EXACT_ORDER_LEARNERS:
         quantiles = law.quantiles((np.arange(1, p) - 0.375) / (p + 0.25))
         return np.append(shift[0] + quantiles, shift[0] + law.expected_max(p))

@@ -391,9 +391,10 @@ def test_sprint_gpus_whose_steps_reshuffle_their_turns_are_labelled():
 
 
 def test_sprint_gpus_in_phase_that_swap_turns_on_some_steps_are_labelled():
-    # 256 K80 dies in phase (steps of cv 0.013): two dies' reads (3.5 ms)
-    # swap on about half the steps; the closed form keeps the schedule's
-    # order, and its mean mini-batch is 26 % off (agreement seed 13 #121);
+    # 256 K80 dies in phase (steps of cv 0.012, 4.5 ms): two dies' reads
+    # (3.5 ms) swap on about half the steps; the closed form keeps the
+    # schedule's order, and its mean mini-batch is 28 % off (agreement seed
+    # 13 #121, its cv of 0.013 scaled to the noise it had at that step cost);
     # with steps of cv 0.05 the order is random on most steps and it agrees
     data = {"name": "sprint-swaps", "seed": 332256551,
             "workload": {"model": "resnet50", "dataset_samples": 96000, "sub_batch": 16},
@@ -401,7 +402,7 @@ def test_sprint_gpus_in_phase_that_swap_turns_on_some_steps_are_labelled():
                         "topology": {"kind": "fat-tree", "nodes_per_switch": 16,
                                      "oversubscription": 1.0}},
             "algorithm": {"kind": "sprint"},
-            "timing": {"compute": "roofline", "jitter": {"distribution": "lognormal", "cv": 0.013},
+            "timing": {"compute": "roofline", "jitter": {"distribution": "lognormal", "cv": 0.012},
                        "communication": "modelled"},
             "stop": {"updates": 187}}
     why = outside_assumptions(data)

@@ -6,9 +6,11 @@ gradient of its input, skipped for the first layer, plus the gradient of its
 weights). A pass takes
 
     max(FLOPs x (1 + c_half / c) / (peak x efficiency),
-        bytes / (bandwidth x memory efficiency)) + fixed cost per kernel
+        bytes / memory rate) + fixed cost per kernel
 
-where the efficiency is what GPUs of that architecture achieve on that kind
+where the memory rate is what element-wise layers reach (:func:`memory_rate`:
+Caffe's on a Titan X, 0.6 of its peak, carried to other GPUs by their
+measured STREAM triads) and the efficiency is what GPUs of that architecture achieve on that kind
 of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
 the rest) per pass, GEMM for fully connected layers. It is fitted on the
 measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "gpu_pass_time", "LAUNCH_S",
-           "MEMORY_EFFICIENCY"]
+           "MEMORY_EFFICIENCY", "memory_rate"]
 
 BYTES = 4
 #: one kernel launch and its synchronisation, as frameworks of the time paid it
@@ -87,6 +89,9 @@ LAUNCH_S = 10e-6
 #: share of memory bandwidth that element-wise layers reach (Caffe's AlexNet
 #: on Titan X: ReLU1 69 %, pool1 42 % of 336.5 GB/s)
 MEMORY_EFFICIENCY = 0.6
+#: the GPU that share was measured on: its STREAM triad (BabelStream, 268.7
+#: of 336.5 GB/s) turns it into a share of what any GPU's memory delivers
+MEMORY_REFERENCE = "TitanX-Maxwell"
 #: architectures without kernel tables, and the one whose efficiencies they take
 ASSUMED_LIKE = {"ampere": "volta", "unknown": "pascal"}
 PASSES = ("fwd", "bwd_data", "bwd_filter")
@@ -145,11 +150,11 @@ def kernel_table(extra: str | None = None) -> pd.DataFrame:
         "gemm"))
     table["channels"] = np.where(conv, np.minimum(table["c"], table["k"]), np.inf)
     table["peak"] = peak = np.array([_gpu(g).peak_flops for g in table["gpu"]])
-    bandwidth = np.array([_gpu(g).memory_bandwidth for g in table["gpu"]])
+    rate = np.array([memory_rate(_gpu(g)) for g in table["gpu"]])
     compute_s = np.maximum(table["ms"] / 1e3 - LAUNCH_S, 1e-9)
     table["efficiency"] = table["flops"] / (compute_s * peak)
     # compute-bound: at full peak the FLOPs would still outlast the memory traffic
-    table["compute_bound"] = table["flops"] / peak > table["bytes"] / (bandwidth * MEMORY_EFFICIENCY)
+    table["compute_bound"] = table["flops"] / peak > table["bytes"] / rate
     return table
 
 
@@ -328,15 +333,28 @@ def kepler_to_maxwell() -> float:
     return float(ratio.median())
 
 
+def memory_rate(gpu: GpuSpec) -> float:
+    """Bytes per second an element-wise kernel moves on ``gpu``: the Titan
+    X's share (MEMORY_EFFICIENCY of its peak, 0.75 of its STREAM triad) of
+    the GPU's own measured triad where one is published (memory systems
+    differ: a triad reaches 0.74 of a K80 die's peak with ECC on, 0.93 of a
+    V100's), else that share of its peak."""
+    if gpu.stream_bandwidth is None:
+        return gpu.memory_bandwidth * MEMORY_EFFICIENCY
+    reference = _gpu(MEMORY_REFERENCE)
+    return gpu.stream_bandwidth * MEMORY_EFFICIENCY * reference.memory_bandwidth \
+        / reference.stream_bandwidth
+
+
 def gpu_pass_time(nbytes: float, gpu: GpuSpec, streams: int) -> float:
     """A memory-bound GPU kernel touching ``streams`` arrays of ``nbytes`` each."""
-    return streams * nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)
+    return streams * nbytes / memory_rate(gpu)
 
 
 def _pass_time(flops: float, nbytes: float, fit: Fit, gpu: GpuSpec,
                channels: float = math.inf) -> float:
     return max(flops * (1 + fit.half_channels / channels) / (gpu.peak_flops * fit.efficiency),
-               nbytes / (gpu.memory_bandwidth * MEMORY_EFFICIENCY)) + fit.overhead_s
+               nbytes / memory_rate(gpu)) + fit.overhead_s
 
 
 @dataclass(frozen=True)
@@ -406,8 +424,8 @@ class KernelModel:
         # element-wise: forward reads the input and writes the output; backward
         # reads the output's gradient (and input) and writes the input's
         forward = n * BYTES * (layer.in_values + layer.out_values)
-        fwd = forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S
-        bwd = () if first else (1.5 * forward / (gpu.memory_bandwidth * MEMORY_EFFICIENCY) + LAUNCH_S,)
+        fwd = forward / memory_rate(gpu) + LAUNCH_S
+        bwd = () if first else (1.5 * forward / memory_rate(gpu) + LAUNCH_S,)
         return _Kernels(layer.name, layer.op, (fwd,), bwd, "roofline")
 
     def _weighted(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,
@@ -479,7 +497,7 @@ def _at_precision(kernels: list[_Kernels], model: ModelSpec, gpu: GpuSpec, n: in
     speedup = matmul_peak(gpu, precision) / gpu.peak_flops
     if width == 1 and speedup == 1:
         return kernels          # TF32 without TF32 tensor cores: FP32 throughout
-    bandwidth = gpu.memory_bandwidth * MEMORY_EFFICIENCY
+    bandwidth = memory_rate(gpu)
     layers = {layer.name: layer for layer in model.graph or ()}
     out = []
     for k in kernels:

@@ -92,6 +92,9 @@ class GpuSpec(_Spec):
     peak_fp16_flops: FlopPerSecond | None = None
     peak_tensor_flops: FlopPerSecond | None = None
     memory_bandwidth: BytesPerSecond
+    #: what a STREAM triad reaches in its memory, where one was measured
+    stream_bandwidth: BytesPerSecond | None = None
+    stream_source: str | None = None
     memory: Bytes | None = None
     host_link: Link
     #: the GPU whose kernel tables and fits price this one: the same die and

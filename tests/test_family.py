@@ -534,3 +534,22 @@ def test_k_sync_rounds_of_long_tailed_steps():
                        "communication": "modelled"},
             "stop": {"updates": 5000}}
     update_gaps_agree(data, settle=100, within=0.02)
+
+
+def test_k_sync_with_steady_steps_and_stragglers_keeps_the_pull_schedule_label():
+    # 5 K80 dies, k-sync K = 1, the server's port always busy with pulls:
+    # steps of cv 0.028 lock the learners into a schedule (labelled), and 5 %
+    # stragglers (law cv 0.6) knock one learner at a time off it while the
+    # rest keep it: the closed form's round is 9 % long (agreement seed 0 #107)
+    data = {"name": "k-sync-stragglers", "seed": 329614157,
+            "workload": {"model": "resnet34", "dataset_samples": 245088, "sub_batch": 32},
+            "cluster": {"machine": "aws-p2.xlarge", "gpus_per_node": 1, "nodes": 5},
+            "algorithm": {"kind": "k-sync", "k": 1},
+            "timing": {"compute": "table", "jitter": {"distribution": "lognormal", "cv": 0.028},
+                       "communication": "modelled"},
+            "stop": {"epochs": 1.0},
+            "faults": {"stragglers": {"probability": 0.05, "slowdown": 4.0}}}
+    why = outside_assumptions(data)
+    assert why is not None and "apart from stragglers" in why
+    data["timing"]["jitter"]["cv"] = 0.5
+    assert "lock the learners into a schedule" not in (outside_assumptions(data) or "")

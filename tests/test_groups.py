@@ -209,12 +209,15 @@ def test_shipped_mixed_scenario_says_what_it_does():
                                  / "scenarios" / "mixed-k80-p100-async.yaml"))
     k80, p100 = res.summary["groups"]
     assert (k80["learners"], p100["learners"]) == (32, 16)
-    assert round(k80["mean_step_s"], 2) == 0.65 and round(p100["mean_step_s"], 2) == 0.16
-    assert round(100 * p100["throughput_share"]) == 68
+    # a P100 steps in about a fifth of a K80 die's time: the third of the
+    # learners that are P100s deliver most gradients, and fresher ones (the
+    # comment's figures are held by tests/test_claims.py)
+    assert p100["mean_step_s"] < k80["mean_step_s"] / 3
+    assert p100["throughput_share"] > 0.5
     staleness = res.gradients.groupby("group")["staleness"].mean()
-    assert round(staleness[0]) == 97 and round(staleness[1]) == 23
-    assert [round(g["staleness_mean"]) for g in res.prediction.groups] == [98, 23]
-    assert round(res.summary["epoch_time_s"]) == 265
+    assert staleness[1] < staleness[0] / 3
+    closed = [g["staleness_mean"] for g in res.prediction.groups]
+    assert closed == pytest.approx(list(staleness), rel=0.1)
 
 
 BASE_CLUSTER = {"groups": [{"nodes": 2, "machine": "tsubame-kfc-dl"}, {"nodes": 1, "gpu": "P100"}]}

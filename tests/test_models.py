@@ -183,3 +183,23 @@ def test_step_time_grows_with_batch_and_shrinks_with_a_faster_gpu():
         step_time("K80", "resnet50", 32)
     with pytest.raises(ValueError):
         step_time("K80", "vgg16", 0)
+
+
+def test_element_wise_layers_move_at_the_titan_x_share_of_each_gpus_stream_triad():
+    """Caffe's element-wise layers reach 0.6 of a Titan X's peak, which is
+    0.75 of its measured STREAM triad; a GPU with a measured triad gets that
+    0.75 of it, one without 0.6 of its peak."""
+    from asgdsim.compute import MEMORY_EFFICIENCY, _gpu, memory_rate
+    titan, v100, gtx1080 = _gpu("TitanX-Maxwell"), _gpu("V100"), _gpu("GTX1080")
+    assert memory_rate(titan) == pytest.approx(MEMORY_EFFICIENCY * titan.memory_bandwidth)
+    share = MEMORY_EFFICIENCY * titan.memory_bandwidth / titan.stream_bandwidth
+    assert share == pytest.approx(0.751, abs=0.001)
+    assert memory_rate(v100) == pytest.approx(share * v100.stream_bandwidth)
+    assert gtx1080.stream_bandwidth is None
+    assert memory_rate(gtx1080) == pytest.approx(MEMORY_EFFICIENCY * gtx1080.memory_bandwidth)
+    # a ReLU over 1 M floats a sample, 64 samples: read and written once
+    from asgdsim.compute import LAUNCH_S, KernelModel
+    from asgdsim.layers import compile_layers
+    relu = compile_layers([{"conv": 1, "kernel": 1}, {"act": "relu"}], (1, 1024, 1024))[1]
+    kernels = KernelModel(use_tables=False)._layer(relu, False, v100, 64, {}, {})
+    assert kernels.forward[0] == pytest.approx(64 * 4 * 2 * 2**20 / memory_rate(v100) + LAUNCH_S)

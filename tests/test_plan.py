@@ -217,7 +217,9 @@ def test_leaving_the_slow_group_out_is_the_plan_when_it_is_faster(tmp_path):
     slower = predict(load_scenario(written)).epoch_time_s
     assert slower == with_k80["predicted_epoch_time_s"]
     # the README's figures
-    assert round(best["predicted_epoch_time_s"], 1) == 6.4 and round(slower, 1) == 13.9
+    readme = " ".join((ROOT.parent / "README.md").read_text().split())
+    assert (f"the P100s alone take an epoch in {best['predicted_epoch_time_s']:.1f} s, the best "
+            f"with a K80 node in {slower:.1f} s") in readme
     assert result.describe(with_k80) == "1 K80 node x 8 + 2 P100 nodes x 4 GPUs, sub-batch 16"
 
 

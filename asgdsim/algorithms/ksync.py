@@ -41,7 +41,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..distributions import NUMERIC_SUMS, Law
+from ..distributions import NUMERIC_SUMS, Law, Straggling
 from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean, sums_needed
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
@@ -185,10 +185,13 @@ def predict(scenario, costs):
             # steady steps lock the learners into a schedule: the pull under
             # way when a round closes follows it, anywhere from none to a whole
             # pull, which matters where half a pull is more than 5 % of a round
-            if law.cv < STEADY_CV and out / 2 > 0.05 * steady:
+            # (stragglers knock one learner at a time off it; the rest keep it)
+            steady_cv = law.base.cv if isinstance(law, Straggling) else law.cv
+            if steady_cv < STEADY_CV and out / 2 > 0.05 * steady:
+                apart = " apart from stragglers" if steady_cv != law.cv else ""
                 outside = outside or (
                     f"{OUTSIDE}: the server's port is always busy with pulls and steps this "
-                    f"steady (cv {law.cv:.2g}) lock the learners into a schedule: the pull under "
+                    f"steady (cv {steady_cv:.2g}{apart}) lock the learners into a schedule: the pull under "
                     "way when a round closes, and the cancelled steps' transfers on the node's "
                     f"links, follow it, not half a pull on average ({out / 2:.3g} s of a "
                     f"{steady:.3g} s round)")

@@ -10,9 +10,10 @@ weights). A pass takes
 
 where the memory rate is what element-wise layers reach (:func:`memory_rate`:
 Caffe's on a Titan X, 0.6 of its peak, carried to other GPUs by their
-measured STREAM triads) and the efficiency is what GPUs of that architecture achieve on that kind
-of kernel: convolutions (3x3 stride 1, where cuDNN uses Winograd, apart from
-the rest) per pass, GEMM for fully connected layers. It is fitted on the
+measured STREAM triads) and the efficiency is what GPUs of that
+architecture achieve on that kind of kernel: convolutions (3x3 stride 1,
+where cuDNN uses Winograd, apart from the rest) per pass, GEMM for fully
+connected layers. It is fitted on the
 measured kernels of ``kernels.csv`` (DeepBench for Maxwell, Pascal and
 Volta) and ``kernels_profiled.csv`` (Hopper: an H200 this project timed
 with ``asgdsim profile``) together with a fixed cost per kernel, on the

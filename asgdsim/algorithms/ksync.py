@@ -191,9 +191,9 @@ def predict(scenario, costs):
                 apart = " apart from stragglers" if steady_cv != law.cv else ""
                 outside = outside or (
                     f"{OUTSIDE}: the server's port is always busy with pulls and steps this "
-                    f"steady (cv {steady_cv:.2g}{apart}) lock the learners into a schedule: the pull under "
-                    "way when a round closes, and the cancelled steps' transfers on the node's "
-                    f"links, follow it, not half a pull on average ({out / 2:.3g} s of a "
+                    f"steady (cv {steady_cv:.2g}{apart}) lock the learners into a schedule: "
+                    "the pull under way when a round closes, and the cancelled steps' transfers "
+                    f"on the node's links, follow it, not half a pull on average ({out / 2:.3g} s of a "
                     f"{steady:.3g} s round)")
     n = run.target_gradients
     rounds = math.ceil(n / k) if n != math.inf else (run.updates or None)

@@ -513,7 +513,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 _CATALOG_COLUMNS = {
-    "gpus": ("architecture", "peak_flops", "memory_bandwidth", "memory", "host_link"),
+    "gpus": ("architecture", "peak_flops", "memory_bandwidth", "stream_bandwidth", "memory", "host_link"),
     "networks": ("bandwidth", "latency"),
     "models": ("parameters", "input_shape"),
     "machines": ("gpu", "gpus_per_node", "network", "rails", "host_link", "gpus_per_host_link",
@@ -536,6 +536,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 figures += f", forward {catalog_model(name).forward_flops / 1e9:.2f} GFLOP per sample"
             print(f"  {name:<{width}}{figures}")
             print(f"  {'':<{width}}source: {entry.get('source', '-')}")
+            if "stream_source" in entry:
+                print(f"  {'':<{width}}stream: {entry['stream_source']}")
     return 0
 
 

@@ -68,7 +68,10 @@ def test_a_users_own_catalog_file(tmp_path, monkeypatch, capsys):
     assert sc.workload.model.parameters == (16 * 27 + 16) + (16 * 16 * 16 * 10 + 10)
     assert simulate(sc).summary["gradients"] == 10     # BASE stops after 10
     assert main(["catalog", "gpus"]) == 0
-    assert "LabGPU" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "LabGPU" in out
+    # a measured STREAM rate is listed with its source
+    assert "stream_bandwidth 836.9 GB/s" in out and "stream: BabelStream" in out
     mine.write_text("gpus: [not, a, mapping]\n")
     catalog.reload()
     with pytest.raises(ScenarioError) as error:

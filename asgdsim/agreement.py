@@ -22,9 +22,8 @@ mean staleness is below 1), each widened by three standard errors of the
 simulated figure (a run of 30 exponential steps per learner cannot pin its
 epoch time to 5 %: that is sampling, not the model; under ``ssp``'s bound
 the run goes at the pace of the slowest of L random walks, whose spread does
-not shrink with L; a run ends on an update, so its end and its count of
-updates are rounded to the update grid, which a run of a few updates
-feels). A scenario whose
+not shrink with L; a run ends on an update, so its end is rounded to the
+update grid, which a run of a few updates feels). A scenario whose
 ``laws`` say it is outside the closed form's assumptions is reported apart.
 
     python -m asgdsim.agreement --scenarios 300 --seed 0      # the report
@@ -352,22 +351,20 @@ def check(data: dict) -> dict:
     epoch_se = _epoch_se(sc, cv, len(g), steps)
     if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind == "k-sync" and sc.algorithm.k == learners):
         epoch_se = max(epoch_se, _rounds_se(sc, res.costs.compute, u))
-    # the run ends on an update: which one holds the last gradient it needs
-    # moves its end by up to an update's interval and its count of updates
-    # by one, a rounding (sd 1 / sqrt(12) of either) that a run of a few
-    # updates feels (SPRINT, 5 K40s, 7 updates of a 0.64 s cycle: 1.79 or
-    # 1.92 s an epoch by seed, agreement seed 2 #76)
-    updates = max(len(u), 1)
-    end_s = float(u["t"].iloc[-1]) if len(u) else math.inf
-    rounding = 1 / math.sqrt(12)
-    epoch_se = max(epoch_se, rounding * a["t_update_s"] / end_s)
+    # the run ends on an update, so which update grid point (SPRINT's
+    # cycle, another kind's mean spacing of updates) holds the last
+    # gradient it needs rounds its end: sd 1 / sqrt(12) of a spacing, which
+    # a run of a few felt (SPRINT, 5 K40s, 7 updates on a 0.64 s cycle:
+    # 1.79 or 1.92 s an epoch by seed, agreement seed 2 #76)
+    end_s = float(u["t"].iloc[-1]) if len(u) else 0.0
+    if end_s > 0:
+        epoch_se = max(epoch_se, a["t_update_s"] / math.sqrt(12) / end_s)
     # (a few updates may all come out alike, a sample spread of 0: a mean's
     # error is then at least the closed form's own spread over sqrt(n))
-    minibatch = max(a["minibatch"]["mean"], 1e-12)
     se = {"epoch_time": epoch_se,
-          "minibatch_mean": max(_se_of_mean(u["minibatch"].to_numpy()) / minibatch,
-                                a["minibatch"]["std"] / math.sqrt(updates) / minibatch,
-                                rounding / updates),
+          "minibatch_mean": max(_se_of_mean(u["minibatch"].to_numpy()),
+                                a["minibatch"]["std"] / math.sqrt(max(len(u), 1)))
+          / max(a["minibatch"]["mean"], 1e-12),
           "staleness_mean": max(_se_of_mean(g["staleness"].to_numpy()),
                                 a["staleness"]["std"] / math.sqrt(max(len(g), 1)))}
     figures = {"epoch_time": (s["epoch_time_s"], a["epoch_time_s"]),

@@ -1457,7 +1457,7 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
     if p == 1:
         return np.array([shift[0] + law.mean])
     if np.ptp(shift) == 0 and getattr(law, "family", None) == "expon":
-        # m (H_p - H_{p-k}): exact, where the grid's quadrature is within 1e-8
+        # m (H_p - H_{p-k}) in closed form (the grid's quadrature was 1e-8 off)
         return shift[0] + np.array([law.expected_order(k, p) for k in range(1, p + 1)])
     if np.ptp(shift) == 0 and p > EXACT_ORDER_LEARNERS:
         quantiles = law.quantiles((np.arange(1, p) - 0.375) / (p + 0.25))

@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "gpu_pass_time", "LAUNCH_S",
-           "MEMORY_EFFICIENCY", "memory_rate"]
+           "MEMORY_EFFICIENCY", "TRIAD_SHARE", "memory_rate"]
 
 BYTES = 4
 #: one kernel launch and its synchronisation, as frameworks of the time paid it
@@ -90,9 +90,10 @@ LAUNCH_S = 10e-6
 #: share of memory bandwidth that element-wise layers reach (Caffe's AlexNet
 #: on Titan X: ReLU1 69 %, pool1 42 % of 336.5 GB/s)
 MEMORY_EFFICIENCY = 0.6
-#: the GPU that share was measured on: its STREAM triad (BabelStream, 268.7
-#: of 336.5 GB/s) turns it into a share of what any GPU's memory delivers
-MEMORY_REFERENCE = "TitanX-Maxwell"
+#: that share as one of what a STREAM triad reaches, which carries it to any
+#: GPU with a measured triad: the Titan X's is 268.7 of its 336.5 GB/s
+#: (BabelStream; both in catalog/gpus.yaml): 0.75
+TRIAD_SHARE = MEMORY_EFFICIENCY * 336.5 / 268.7
 #: architectures without kernel tables, and the one whose efficiencies they take
 ASSUMED_LIKE = {"ampere": "volta", "unknown": "pascal"}
 PASSES = ("fwd", "bwd_data", "bwd_filter")
@@ -232,8 +233,9 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
     For each c_half tried, (1 / efficiency, overhead) by least squares on the
     log of predicted over measured time, so small and large kernels both
     count and the prediction is as often fast as slow (least squares on the
-    relative error, its first guess, shrinks every prediction: on
-    DeepBench's P100 kernels it priced them 5 to 23 % fast); the c_half
+    relative error, its first guess, shrinks predictions: on DeepBench's
+    P100 convolutions it priced them 5 to 19 % fast, family by family and
+    pass by pass); the c_half
     with the least error wins. With few kernels, the median efficiency and
     the launch cost alone.
     """
@@ -336,15 +338,13 @@ def kepler_to_maxwell() -> float:
 
 def memory_rate(gpu: GpuSpec) -> float:
     """Bytes per second an element-wise kernel moves on ``gpu``: the Titan
-    X's share (MEMORY_EFFICIENCY of its peak, 0.75 of its STREAM triad) of
-    the GPU's own measured triad where one is published (memory systems
+    X's share (MEMORY_EFFICIENCY of its peak, TRIAD_SHARE of its STREAM
+    triad) of the GPU's own measured triad where one is published (memory systems
     differ: a triad reaches 0.74 of a K80 die's peak with ECC on, 0.93 of a
     V100's), else that share of its peak."""
     if gpu.stream_bandwidth is None:
         return gpu.memory_bandwidth * MEMORY_EFFICIENCY
-    reference = _gpu(MEMORY_REFERENCE)
-    return gpu.stream_bandwidth * MEMORY_EFFICIENCY * reference.memory_bandwidth \
-        / reference.stream_bandwidth
+    return gpu.stream_bandwidth * TRIAD_SHARE
 
 
 def gpu_pass_time(nbytes: float, gpu: GpuSpec, streams: int) -> float:

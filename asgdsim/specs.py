@@ -102,6 +102,14 @@ class GpuSpec(_Spec):
     priced_as: str | None = None
     source: str = "inline"
 
+    @model_validator(mode="after")
+    def _triad_within_peak(self) -> GpuSpec:
+        if self.stream_bandwidth is not None and self.stream_bandwidth > self.memory_bandwidth:
+            raise ValueError(f"stream_bandwidth ({self.stream_bandwidth / 1e9:.4g} GB/s) is what a "
+                             "STREAM triad reaches: it cannot exceed memory_bandwidth "
+                             f"({self.memory_bandwidth / 1e9:.4g} GB/s)")
+        return self
+
     @property
     def kernels_of(self) -> str:
         """The name the kernel tables know this GPU's kernels under."""

@@ -118,7 +118,8 @@ def test_the_fitted_roofline_is_as_often_fast_as_slow_on_its_own_kernels():
     """Least squares on the log of the time: over each family and pass of
     each architecture's compute-bound kernels, the geometric mean of
     measured over predicted is one (the relative-error fit it replaced left
-    it at 1.05 to 1.24 on the P100's: every uncovered network priced fast)."""
+    it at 1.05 to 1.23 on the P100's convolutions: every network they do
+    not cover priced fast)."""
     from asgdsim.compute import _fitted, _gpu, _pass_time
     table = kernel_table()
     for arch in ("maxwell", "pascal", "volta", "hopper"):
@@ -131,8 +132,10 @@ def test_the_fitted_roofline_is_as_often_fast_as_slow_on_its_own_kernels():
             predicted = np.array([_pass_time(r.flops, r.bytes, fit, _gpu(r.gpu), r.channels)
                                   for r in group.itertuples()])
             bias = np.exp(np.mean(np.log(group["ms"].to_numpy() / 1e3 / predicted)))
-            # the fixed cost's bound at zero can hold the mean off one: by little
-            assert bias == pytest.approx(1.0, abs=0.02), (arch, family, pass_, bias)
+            # at the fit's optimum the log errors sum to zero, but for the
+            # kernels whose memory traffic outlasts their FLOPs (Pascal's
+            # 3x3 forward and data gradient: 0.2 %)
+            assert bias == pytest.approx(1.0, abs=0.005), (arch, family, pass_, bias)
 
 
 def test_narrow_convolutions_run_below_the_wide_efficiency():
@@ -189,12 +192,12 @@ def test_element_wise_layers_move_at_the_titan_x_share_of_each_gpus_stream_triad
     """Caffe's element-wise layers reach 0.6 of a Titan X's peak, which is
     0.75 of its measured STREAM triad; a GPU with a measured triad gets that
     0.75 of it, one without 0.6 of its peak."""
-    from asgdsim.compute import MEMORY_EFFICIENCY, _gpu, memory_rate
+    from asgdsim.compute import MEMORY_EFFICIENCY, TRIAD_SHARE, _gpu, memory_rate
     titan, v100, gtx1080 = _gpu("TitanX-Maxwell"), _gpu("V100"), _gpu("GTX1080")
     assert memory_rate(titan) == pytest.approx(MEMORY_EFFICIENCY * titan.memory_bandwidth)
-    share = MEMORY_EFFICIENCY * titan.memory_bandwidth / titan.stream_bandwidth
-    assert share == pytest.approx(0.751, abs=0.001)
-    assert memory_rate(v100) == pytest.approx(share * v100.stream_bandwidth)
+    assert TRIAD_SHARE == pytest.approx(MEMORY_EFFICIENCY * titan.memory_bandwidth
+                                        / titan.stream_bandwidth)
+    assert memory_rate(v100) == pytest.approx(TRIAD_SHARE * v100.stream_bandwidth)
     assert gtx1080.stream_bandwidth is None
     assert memory_rate(gtx1080) == pytest.approx(MEMORY_EFFICIENCY * gtx1080.memory_bandwidth)
     # a ReLU over 1 M floats a sample, 64 samples: read and written once

@@ -36,7 +36,7 @@ from scipy import special
 
 from . import mva
 from .costs import Costs, costs_of
-from .distributions import Law, Straggling, top_quantile
+from .distributions import Law, Straggling, apart_from_stragglers, top_quantile
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf, binomial, lattice
 from .renewal import kth_event_mean
@@ -1456,12 +1456,13 @@ def _expected_order_statistics(shift: np.ndarray, law: Law) -> np.ndarray:
     p = len(shift)
     if p == 1:
         return np.array([shift[0] + law.mean])
-    if np.ptp(shift) == 0 and getattr(law, "family", None) == "expon":
-        # m (H_p - H_{p-k}) in closed form (the grid's quadrature was 1e-8 off)
-        return shift[0] + np.array([law.expected_order(k, p) for k in range(1, p + 1)])
-    if np.ptp(shift) == 0 and p > EXACT_ORDER_LEARNERS:
-        quantiles = law.quantiles((np.arange(1, p) - 0.375) / (p + 0.25))
-        return np.append(shift[0] + quantiles, shift[0] + law.expected_max(p))
+    if np.ptp(shift) == 0:
+        if getattr(law, "family", None) == "expon":
+            # m (H_p - H_{p-k}) in closed form (the grid's quadrature was 1e-8 off)
+            return shift[0] + np.array([law.expected_order(k, p) for k in range(1, p + 1)])
+        if p > EXACT_ORDER_LEARNERS:
+            quantiles = law.quantiles((np.arange(1, p) - 0.375) / (p + 0.25))
+            return np.append(shift[0] + quantiles, shift[0] + law.expected_max(p))
     return np.sort(_mixed_order_statistics(shift, [law] * p))
 
 
@@ -1586,7 +1587,7 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # the phases are as good as uniform from the start
     # (stragglers knock one GPU at a time off the schedule, by rare jumps that
     # RARE_JUMPS below labels: the spread that mixes the phases is the rest's)
-    spread_sd = law.base.std if isinstance(law, Straggling) else sd
+    spread_sd = apart_from_stragglers(law).std
     mixing = (period / (2 * spread_sd)) ** 2 * period if spread_sd > 0 and node.paced_by is None \
         else math.inf
     transient = 0.0

@@ -235,9 +235,8 @@ def _fit(rows: pd.DataFrame) -> dict[tuple[str, str], Fit]:
     count and the prediction is as often fast as slow (least squares on the
     relative error, its first guess, shrinks predictions: on DeepBench's
     P100 convolutions it priced them 5 to 19 % fast, family by family and
-    pass by pass); the c_half
-    with the least error wins. With few kernels, the median efficiency and
-    the launch cost alone.
+    pass by pass); the c_half with the least error wins. With few kernels,
+    the median efficiency and the launch cost alone.
     """
     from scipy import optimize
 
@@ -339,9 +338,9 @@ def kepler_to_maxwell() -> float:
 def memory_rate(gpu: GpuSpec) -> float:
     """Bytes per second an element-wise kernel moves on ``gpu``: the Titan
     X's share (MEMORY_EFFICIENCY of its peak, TRIAD_SHARE of its STREAM
-    triad) of the GPU's own measured triad where one is published (memory systems
-    differ: a triad reaches 0.74 of a K80 die's peak with ECC on, 0.93 of a
-    V100's), else that share of its peak."""
+    triad) of the GPU's own measured triad where one is published (memory
+    systems differ: a triad reaches 0.74 of a K80 die's peak with ECC on,
+    0.93 of a V100's), else that share of its peak."""
     if gpu.stream_bandwidth is None:
         return gpu.memory_bandwidth * MEMORY_EFFICIENCY
     return gpu.stream_bandwidth * TRIAD_SHARE
@@ -424,9 +423,9 @@ class KernelModel:
             return self._weighted(layer, first, gpu, n, eff, measured)
         # element-wise: forward reads the input and writes the output; backward
         # reads the output's gradient (and input) and writes the input's
-        forward = n * BYTES * (layer.in_values + layer.out_values)
-        fwd = forward / memory_rate(gpu) + LAUNCH_S
-        bwd = () if first else (1.5 * forward / memory_rate(gpu) + LAUNCH_S,)
+        seconds = n * BYTES * (layer.in_values + layer.out_values) / memory_rate(gpu)
+        fwd = seconds + LAUNCH_S
+        bwd = () if first else (1.5 * seconds + LAUNCH_S,)
         return _Kernels(layer.name, layer.op, (fwd,), bwd, "roofline")
 
     def _weighted(self, layer: Layer, first: bool, gpu: GpuSpec, n: int,

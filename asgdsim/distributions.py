@@ -32,7 +32,7 @@ from scipy import special
 from .pmf import binomial
 from .specs import LawSpec
 
-__all__ = ["Law", "Empirical", "law_from_spec", "top_quantile"]
+__all__ = ["Law", "Empirical", "apart_from_stragglers", "law_from_spec", "top_quantile"]
 
 _BLOCK = 4096
 #: cells of the grid :meth:`_Duration.apart` integrates on
@@ -600,6 +600,13 @@ def _convolved(law: Law, k: int) -> Empirical | Law:
     points = np.interp(q * cdf[-1], cdf, x)
     # the cells' centres smear a long tail's mass: the sum's mean is k means, exactly
     return Empirical.of(points + (k * law.mean - points.mean()))
+
+
+def apart_from_stragglers(law: Law | Straggling) -> Law:
+    """The steps that do not straggle: stragglers knock one learner at a
+    time off a steady schedule and the rest keep it, so how steady that
+    schedule is reads from these."""
+    return law.parts[0] if isinstance(law, Straggling) else law
 
 
 def straggling(law: Law, probability: float, slowdown: float) -> Law | Straggling:

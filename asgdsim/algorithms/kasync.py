@@ -44,7 +44,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from ..distributions import Straggling
+from ..distributions import Straggling, apart_from_stragglers
 from ..specs import Count, _Spec
 from .kind import Kind, draw_k, powers_of_two
 from .ksync import SHARES, STEADY_CV
@@ -271,9 +271,7 @@ def predict(scenario, costs):
         if leftovers:
             poisson = max(round_s, k * base.t_update_s)
     outside = None
-    # stragglers knock one learner at a time off a steady schedule; the rest
-    # keep it, so what counts is how steady the steps are apart from them
-    steady_cv = law.base.cv if isinstance(law, Straggling) else law.cv
+    steady_cv = apart_from_stragglers(law).cv
     # steady steps keep the fixed-step schedule for about 1 / (4 cv^2) steps:
     # a run well within that (a quarter) is the schedule's, as fixed steps are
     steps = (n if n != math.inf else run.updates * k if run.updates else run.time_s / lockstep * k) / L

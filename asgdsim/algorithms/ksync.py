@@ -41,7 +41,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from ..specs import Count, _Spec
-from ..distributions import NUMERIC_SUMS, Law, Straggling
+from ..distributions import NUMERIC_SUMS, Law, apart_from_stragglers
 from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean, sums_needed
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
@@ -185,8 +185,7 @@ def predict(scenario, costs):
             # steady steps lock the learners into a schedule: the pull under
             # way when a round closes follows it, anywhere from none to a whole
             # pull, which matters where half a pull is more than 5 % of a round
-            # (stragglers knock one learner at a time off it; the rest keep it)
-            steady_cv = law.base.cv if isinstance(law, Straggling) else law.cv
+            steady_cv = apart_from_stragglers(law).cv
             if steady_cv < STEADY_CV and out / 2 > 0.05 * steady:
                 apart = " apart from stragglers" if steady_cv != law.cv else ""
                 outside = outside or (

@@ -982,8 +982,13 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     """Rounds of every learner's ``period`` steps, then ``aggregate_s`` after
     the slowest: through a server (``sync``: push, update, pull), or through
     a collective (``allreduce``, ``local-sgd``: no push or pull)."""
+    from .algorithms.server import overlap_share
+
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
+    # sync's ``overlap: backward``: each step's after-stages start this part
+    # of the step before its end
+    share = overlap_share(sc, costs)
     # local SGD: a round is ``period`` steps of each learner, then the averaging
     if topo.blocks or len(set(costs.group_computes)) > 1 or sc.faults.slow_learners is not None:
         # groups of different nodes or steps, or slow learners: each learner
@@ -993,9 +998,9 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
 
         rounds = _mixed_sync_rounds if p <= MAX_SKELETON_LEARNERS else _mixed_rounds_large
         first, steady, exact = rounds(topo, loops_of(sc, costs), learner_laws(sc, costs),
-                                      aggregate_s, period)
+                                      aggregate_s, period, share=share)
     else:
-        first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period)
+        first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period, share=share)
     # fixed steps walk every part of every message (_sync_rounds), booked as
     # the simulator books them, so the shards' coupling is in the walk
     coupled = topo.servers > 1 and not _ideal(sc) and not (
@@ -1044,7 +1049,8 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
 
 
 def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
-                 period: int = 1, k: int | None = None) -> tuple[float, float, bool]:
+                 period: int = 1, k: int | None = None,
+                 share: float = 0.0) -> tuple[float, float, bool]:
     """(first round, a later round, whether exact): from the weights published
     (or time 0) to the next publication. The round closes at its ``k``-th
     gradient (all learners' by default; ``k-sync`` cancels the rest).
@@ -1067,6 +1073,11 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     node's port and its shard's) is walked from there, first come first
     served, and the server port's queue then takes what random arrivals add
     to its mean finish beyond its finish at their means (:func:`_queue_spread`).
+
+    With ``share`` (sync's ``overlap: backward``) what follows the step starts
+    that part of the step before its end, and the learner is in the round
+    once both are done: walked so with fixed steps (exactly), and with random
+    ones from the expected order statistic less that part of the mean step.
     """
     p = topo.learners
     k = p if k is None else k
@@ -1075,7 +1086,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     exact = law.is_constant or _is_exponential(law) or (period > 1 and law.sums_exactly)
     if p > MAX_SKELETON_LEARNERS:
         return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
-                                  update_s, k)
+                                  update_s, k, share)
     push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
     message = push.duration_s if push is not None else 0.0
     if push is not None and topo.nodes_per_switch:
@@ -1098,8 +1109,12 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     sharded = law.is_constant and k == p and topo.servers > 1 and push is not None
     if sharded:
         to_push, message = loop.after, 0.0
-    tail = [[((), law.mean)] + _resolved(topo, to_push, i) for i in range(p)] if law.is_constant \
-        else [[] for _ in range(p)]
+    # the step's part that its after-stages run beside (none without overlap,
+    # or for a learner with no stage after its step)
+    leads = np.array([law.mean * share if _resolved(topo, loop.after, i) else 0.0
+                      for i in range(p)])
+    tail = [[((), law.mean - leads[i])] + _resolved(topo, to_push, i) for i in range(p)] \
+        if law.is_constant else [[] for _ in range(p)]
     # random steps: what follows the step, walked from when it is done (a
     # part for a colocated shard of the learner's own node stays inside it)
     pushes = [] if law.is_constant else [_resolved(topo, loop.after, i) for i in range(p)]
@@ -1107,28 +1122,37 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     # and its turn there, which a fat tree's down-link may make longer)
     services = message * remote
     own_push = (push.duration_s if push is not None else 0.0) * remote
-    lags = np.array([sum(d for _, d in walk) for walk in pushes]) - own_push if pushes else None
+    lags = np.array([sum(d for _, d in walk) for walk in pushes]) - own_push - leads \
+        if pushes else None
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
-        ready = np.zeros(p)
+        ready, computed = np.zeros(p), np.zeros(p)
         walked = [stages[i] + tail[i] for i in order]
         if any(walked):
             ends = Skeleton(topo.fabric_share).walk(np.zeros(p), walked)
             ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
                             for row in ends]
+            if law.is_constant and leads.any():
+                # the step's end: its part before the after-stages, then the rest
+                computed[order] = [row[len(stages[i])] + leads[i] for row, i in zip(ends, order)]
         if law.is_constant:
             # FIFO at the server's port, ties in the order the learners asked
             rank = np.lexsort((np.argsort(order), ready))
             queue = ready[rank][:k]
+            if leads.any():
+                return _overlapped_round(queue, message * remote[rank][:k], computed[rank][:k],
+                                         rank, update_s)
         else:
             # each step done at its expected order statistic, in the order the
             # learners were ready; then every part of its gradient through its
             # node's port and its shard's, first come first served
             rank = np.argsort(ready, kind="stable")
             computed = _expected_order_statistics(ready[rank] - early, law)
-            ends = Skeleton(topo.fabric_share).walk(computed, [pushes[i] for i in rank])
+            starts = computed - leads[rank]
+            ends = Skeleton(topo.fabric_share).walk(starts, [pushes[i] for i in rank])
             pushed = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else t
-                               for row, t in zip(ends, computed)]) if ends.size else computed
+                               for row, t in zip(ends, starts)]) if ends.size else starts
+            pushed = np.maximum(pushed, computed)
             # the round closes at the K-th gradient in; the next pulls in that order
             spread = _queue_spread(ready[rank] - early, law, lags[rank], services[rank], k)
             return (float(np.sort(pushed)[k - 1]) + spread + update_s,
@@ -1137,6 +1161,21 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
 
     first, later, settled = _settled(one_round, before, reply, law.is_constant)
     return first, later, exact and settled
+
+
+def _overlapped_round(arrivals: np.ndarray, services: np.ndarray, computed: np.ndarray,
+                      rank: np.ndarray, update_s: float) -> tuple[float, np.ndarray]:
+    """A round of fixed steps whose gradients left before their steps ended
+    (sync's ``overlap: backward``): the messages through the server's port
+    first come first served, each learner in the round once its message is
+    through and its step done, the round closed by the last; the next
+    round's pulls go in the order the learners came in (ties: the port's)."""
+    # a FIFO server: message j done at C_j + max over i <= j of (arrival_i - C_(i-1))
+    through = np.cumsum(services)
+    done = through + np.maximum.accumulate(arrivals - (through - services))
+    joined = np.maximum(done, computed)
+    order = np.argsort(joined, kind="stable")
+    return float(joined.max()) + update_s, rank[order]
 
 
 #: draws of a round's steps that measure how much the server port's queue
@@ -1213,17 +1252,20 @@ SETTLING_ROUNDS, RANDOM_SETTLING_ROUNDS = 12, 3
 
 
 def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,
-                       period: int = 1) -> tuple[float, float, bool]:
+                       period: int = 1, share: float = 0.0) -> tuple[float, float, bool]:
     """:func:`_sync_rounds` for a mixed cluster whose groups' nodes differ:
     learner i walks its group's loop (its links' durations) on the whole
     topology, so the groups' messages share the server's port in the
     walk; with random steps each learner's arrival is at the order
     statistics of the learners' own laws. The server's port serves the
-    messages in arrival order, each for its own length (its node's network)."""
+    messages in arrival order, each for its own length (its node's network);
+    with ``share``, as :func:`_sync_rounds`."""
     p = topo.learners
     mine = [loops[topo.block_of(i)] for i in range(p)]
     fixed = all(law.is_constant for law in laws)
     message, before, reply, tail, shift = np.zeros(p), [], [], [], np.zeros(p)
+    leads = np.array([law.mean * share if _resolved(topo, loop.after, i) else 0.0
+                      for i, (loop, law) in enumerate(zip(mine, laws))])
     for i, (loop, law) in enumerate(zip(mine, laws)):
         push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
         # (a part for a colocated shard of the learner's own node stays inside it)
@@ -1238,7 +1280,7 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
         before.append(walk)
         reply.append(_resolved(topo, loop.reply, i))
         if fixed:
-            tail.append([((), law.mean)] + _resolved(topo, to_push, i))
+            tail.append([((), law.mean - leads[i])] + _resolved(topo, to_push, i))
         else:
             tail.append([])
             # the earlier steps are walked at their mean; their sum is one draw
@@ -1246,22 +1288,33 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
     drawn = laws if fixed else [law.sum_of(period) for law in laws]
 
     def one_round(stages: list[list[Walk]], order: np.ndarray) -> tuple[float, np.ndarray]:
-        ready = np.zeros(p)
+        ready, computed = np.zeros(p), np.zeros(p)
         walked = [stages[i] + tail[i] for i in order]
         if any(walked):
             ends = Skeleton().walk(np.zeros(p), walked)
             ready[order] = [row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else 0.0
                             for row in ends]
+            if fixed and leads.any():
+                computed[order] = [row[len(stages[i])] + leads[i] for row, i in zip(ends, order)]
         if fixed:
             arrive, rank = ready, np.lexsort((np.argsort(order), ready))
+            if leads.any():
+                return _overlapped_round(arrive[rank], message[rank], computed[rank], rank,
+                                         update_s)
         else:
             rank = np.argsort(ready)
             arrive = np.empty(p)
-            arrive[rank] = _mixed_order_statistics(ready[rank] + shift[rank],
-                                                   [drawn[i] for i in rank])
+            stepped = _mixed_order_statistics(ready[rank] + shift[rank] - leads[rank],
+                                              [drawn[i] for i in rank])
+            arrive[rank] = stepped
+            if leads.any():
+                # the round lasts until the last step is done, its message or not
+                last = float(np.max(stepped + leads[rank] - shift[rank]))
         by_arrival = np.argsort(arrive, kind="stable")
         # FIFO at the server's port
         done = float(_fifo_done(arrive[by_arrival], message[by_arrival]))
+        if not fixed and leads.any():
+            done = max(done, last)
         # the next round serves them in the order they arrived: a slower
         # law's learner last, whatever its place in this round's walk
         return done + update_s, rank if fixed else by_arrival
@@ -1271,7 +1324,8 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
 
 
 def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
-                        update_s: float, period: int = 1) -> tuple[float, float, bool]:
+                        update_s: float, period: int = 1,
+                        share: float = 0.0) -> tuple[float, float, bool]:
     """:func:`_sync_rounds_large` for a mixed cluster: the server's port
     sets the pace, each learner's messages its group's length. The replies
     leave one after another, the groups mixed evenly; each learner's arrival is its
@@ -1287,6 +1341,9 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
                           if st.holds[0] != "server_port_in") for loop in each])[block]
     sums = {law: law.sum_of(period) for law in set(laws)}
     drawn = [sums[law] for law in laws]
+    # overlap: the messages leave that part of the mean step earlier
+    local = local - np.array([share * law.mean if each[b].after else 0.0
+                              for law, b in zip(laws, block)])
 
     def done(ready: np.ndarray) -> float:
         shift = ready.copy()
@@ -1345,20 +1402,26 @@ def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
-                       k: int) -> tuple[float, float, bool]:
+                       k: int, share: float = 0.0) -> tuple[float, float, bool]:
     """Many learners: the server's port sets the pace; messages leave and
     arrive one after another, the rest of the loop overlaps with them.
     Learner i (from 1) is ready i pulls after the round starts: a
     progression, so the round costs what a few learners cost
-    (:func:`_staggered_queue`)."""
+    (:func:`_staggered_queue`). With ``share`` (``overlap: backward``) the
+    messages leave that part of the mean step earlier, and the round lasts
+    at least until the last step is done."""
     p = topo.learners
     # each shard's port takes one part of every learner's message
     message = topo.message_s(loop, "server_port_in")
     local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
     pull = topo.message_s(loop, "server_port_out")
-    later = _staggered_queue(local, pull, p, law, message, k) + update_s
-    first = _staggered_queue(local, 0.0, p, law, message, k) + update_s
-    return first, later, False
+    lead = share * law.mean if loop.after else 0.0
+    before = sum(st.duration_s for st in loop.before)
+
+    def queue(spacing: float) -> float:
+        through = _staggered_queue(local - lead, spacing, p, law, message, k)
+        return max(through, _staggered_queue(before, spacing, p, law, 0.0, k)) if lead else through
+    return queue(0.0) + update_s, queue(pull) + update_s, False
 
 
 #: points of the grids on which many learners' arrivals are integrated

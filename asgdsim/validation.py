@@ -150,8 +150,9 @@ def scenario_of(m: Measurement):
         cluster.update(gpus_per_learner=k, learner_split="data")
     algorithm: dict = {"kind": m.algorithm}
     if m.algorithm == "sync":
-        # TensorFlow's parameter servers run on the workers' own hosts
-        algorithm.update(servers=m.servers or 1, placement="colocated")
+        # TensorFlow's parameter servers run on the workers' own hosts, and
+        # its dataflow sends each variable's gradient once the backward pass has it
+        algorithm.update(servers=m.servers or 1, placement="colocated", overlap="backward")
     if m.algorithm == "allreduce" and OVERLAPPING.search(m.published_setting):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"

@@ -99,6 +99,12 @@ def backward_s(scenario) -> float:
     return sum(t.backward_s for t in layers)
 
 
+def backward_share(scenario, costs) -> float:
+    """The backward pass's part of a step: of the cost model's layers, or
+    two thirds for a compute law (see :func:`backward_s`)."""
+    return min(1.0, backward_s(scenario) / costs.compute.mean)
+
+
 def _collective(env, weights, recorder, costs, learners):
     # a round of all learners, then the collective: a barrier without a server
     from ..components.server import SyncServer

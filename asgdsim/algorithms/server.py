@@ -31,6 +31,19 @@ class Shards(_Spec):
 
 class SyncSpec(Shards):
     kind: Literal["sync"]
+    #: backward: each learner's gradient leaves for the server as the
+    #: backward pass starts and goes while it computes, as TensorFlow's
+    #: dataflow sends each variable's gradient once it has it (none: after)
+    overlap: Literal["none", "backward"] = "none"
+
+
+def overlap_share(scenario, costs) -> float:
+    """The part of each step its gradient's way to the server runs beside:
+    the backward pass's share of the step (0 without ``overlap: backward``)."""
+    if getattr(scenario.algorithm, "overlap", None) != "backward" or scenario.algorithm.kind != "sync":
+        return 0.0
+    from .allreduce import backward_share
+    return backward_share(scenario, costs)
 
 
 def message_part_s(scenario, c) -> float:
@@ -86,7 +99,11 @@ def build_with(server_of, name: str = "server"):
         from ..components.server import ServerLearner
 
         server = server_of(env, weights, recorder, costs, scenario.cluster.learners)
-        return wire(env, scenario, costs, seed, name, server, ServerLearner)
+        cluster = wire(env, scenario, costs, seed, name, server, ServerLearner)
+        share = overlap_share(scenario, costs)
+        for learner in cluster.learners:
+            learner.overlap_share = share
+        return cluster
     return build
 
 
@@ -135,5 +152,11 @@ def draw_shards(rng) -> dict:
                                     "placement": str(rng.choice(["dedicated", "colocated"]))}
 
 
-SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync,
-            draw=lambda rng, ideal, learners: (draw_shards(rng), {}, lambda learners: learners))
+def draw_sync(rng, ideal: bool, learners: int):
+    keys = draw_shards(rng)
+    if rng.random() < 0.25:
+        keys["overlap"] = "backward"
+    return keys, {}, lambda learners: learners
+
+
+SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync, draw=draw_sync)

@@ -26,6 +26,7 @@ from collections.abc import Generator, Iterator, Sequence
 import simpy
 
 from ..recorder import Recorder
+from .failures import _defuse_interrupt
 from .link import Hold, Link, run_stages
 from .weights import Weights
 
@@ -195,6 +196,8 @@ class ServerLearner:
 
     #: ``ssp``'s clock (family.StalenessClock): each step waits for its leave
     clock = None
+    #: the part of each step at whose end its after-stages may have started
+    overlap_share = 0.0
 
     def run(self) -> Generator:
         env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
@@ -216,10 +219,27 @@ class ServerLearner:
             if before:
                 yield from run_stages(env, before)
             step = next_compute()
-            yield timeout(step)
-            self.busy_s += step
-            if after:
-                yield from run_stages(env, after)
+            lead = step * self.overlap_share
+            if lead and after:
+                # the gradient's way out beside the backward pass (sync's
+                # ``overlap: backward``): the step is done when both are
+                yield timeout(step - lead)
+                pushing = env.process(run_stages(env, after))
+                try:
+                    yield timeout(lead)
+                    self.busy_s += step
+                    yield pushing
+                except simpy.Interrupt:
+                    # a failure: the gradient on its way is lost with the step
+                    if pushing.is_alive:
+                        pushing.interrupt("failure")
+                        _defuse_interrupt(pushing)
+                    raise
+            else:
+                yield timeout(step)
+                self.busy_s += step
+                if after:
+                    yield from run_stages(env, after)
             self.unsent = 0
             if clock is not None:
                 clock.push(index)

@@ -500,7 +500,7 @@ def _outside(*reasons: str | None) -> dict[str, str]:
 # -- async: every gradient its own update -----------------------------------
 
 def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
-    resolved = ((topology.holds(st, learner), st.duration_s) for st in stages)
+    resolved = ((topology.holds(st, learner), topology.duration_s(st, learner)) for st in stages)
     return [(names, duration) for names, duration in resolved if names is not None]
 
 

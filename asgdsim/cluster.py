@@ -87,7 +87,8 @@ class Cluster:
             ports = [link(n) for n in names if not is_fabric(n)]
             fabric = [link(n) for n in names if is_fabric(n)]
             return (Path(env, ports, fabric, topology.fabric_share),)
-        resolved = ((topology.holds(stage, learner), stage.duration_s) for stage in stages)
+        resolved = ((topology.holds(stage, learner), topology.duration_s(stage, learner))
+                    for stage in stages)
         return tuple((hold(names), duration) for names, duration in resolved if names is not None)
 
 

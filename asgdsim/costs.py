@@ -228,6 +228,14 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
     return sum(t.forward_s + t.backward_s for t in layers) + crossing
 
 
+def largest_shard(scenario: Scenario) -> float:
+    """The largest shard's share of the weights (1 / servers where even)."""
+    from .structure import shard_shares
+
+    shares = shard_shares(scenario)
+    return max(shares) if shares else 1 / getattr(scenario.algorithm, "servers", 1)
+
+
 def costs_of(scenario: Scenario) -> Costs:
     """Derive every duration from the scenario's hardware, model and timing."""
     cluster, work, timing = scenario.cluster, scenario.workload, scenario.timing
@@ -272,8 +280,8 @@ def costs_of(scenario: Scenario) -> Costs:
         node_update_s=node_update,
         cycle_s=cycle,
         network_s=transfer_time(cluster.network, weights),
-        server_update_s=cpu_pass_time(weights / getattr(scenario.algorithm, "servers", 1),
-                                      memory_bw, streams=5),
+        # the shards apply their parts at once: the largest part's time
+        server_update_s=cpu_pass_time(weights * largest_shard(scenario), memory_bw, streams=5),
         collective_s=aggregate(scenario, weights) if aggregate else 0.0,
         group_computes=groups,
     )

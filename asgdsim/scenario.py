@@ -486,6 +486,14 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _tensors_to_deal(self) -> Scenario:
+        if getattr(self.algorithm, "split", "even") != "even" and self.workload.model.graph is None:
+            raise KeyedError("algorithm.split",
+                             f"{self.algorithm.split} deals the model's weight tensors to the "
+                             "shards, and this model is given by its totals; use even")
+        return self
+
+    @model_validator(mode="after")
     def _fits_in_gpu_memory(self) -> Scenario:
         # a mixed cluster's smallest GPU is the one that must hold the step
         gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]

@@ -165,6 +165,9 @@ class Topology:
     #: seconds a leaf's up- or down-link spends on a transfer per second a
     #: port spends on it: oversubscription / (rails x nodes_per_switch)
     fabric_share: float = 0.0
+    #: each shard's share of the weights where they are not split evenly
+    #: (sync's ``split``): a part's stage lasts as its shard's share of them
+    shard_shares: tuple[float, ...] | None = None
 
     @property
     def learners(self) -> int:
@@ -217,7 +220,7 @@ class Topology:
             return self
         b = self.blocks[block]
         return Topology(b.nodes, b.learners_per_node, b.learners_per_host_link, b.rails,
-                        self.servers, self.colocated)
+                        self.servers, self.colocated, shard_shares=self.shard_shares)
 
     @property
     def links_per_node(self) -> int:
@@ -243,6 +246,15 @@ class Topology:
         per_node = {"node": 1, "link group": self.links_per_node,
                     "rail": min(self.rails, self.learners_per_node)}[scope]
         return self.nodes * per_node
+
+    def duration_s(self, stage: Stage, learner: int) -> float:
+        """How long ``learner`` holds ``stage``: its own part of a message
+        split unevenly over the shards lasts as that shard's share (stages
+        are priced at an even part)."""
+        if self.shard_shares is None or not any(SCOPES[k] == "shard" for k in stage.holds):
+            return stage.duration_s
+        return stage.duration_s * self.servers * self.shard_shares[self.shard_of(learner,
+                                                                                  stage.part)]
 
     def holds(self, stage: Stage, learner: int) -> tuple[str, ...] | None:
         """The resource instances ``learner`` holds in ``stage``; None where
@@ -327,6 +339,12 @@ class Topology:
         (``server_port_out``) spends on one learner's message, each shard its
         part: at its port, or at its leaf's fabric link where that is slower."""
         seconds = loop.demand_s(port) / max(1, self.instances(port))
+        if self.shard_shares is not None:
+            # the busiest: the port of the largest shards' host
+            hosts = [0.0] * self.instances(port)
+            for shard, share in enumerate(self.shard_shares):
+                hosts[shard % len(hosts)] += share
+            seconds = loop.demand_s(port) * max(hosts)
         role = {"server_port_in": "server_leaf_down", "server_port_out": "server_leaf_up"}[port]
         for name, demand, leaves in self.fabric_demands(loop.stages):
             if name == role:
@@ -397,7 +415,27 @@ def topology_of(scenario: Scenario) -> Topology:
                     blocks=blocks,
                     nodes_per_switch=tree.nodes_per_switch if tree else None,
                     fabric_share=tree.oversubscription / (c.rails * tree.nodes_per_switch)
-                    if tree else 0.0)
+                    if tree else 0.0,
+                    shard_shares=shard_shares(scenario))
+
+
+def shard_shares(scenario: Scenario) -> tuple[float, ...] | None:
+    """Each shard's share of the weights (None: split evenly). ``round-robin``
+    deals the model's weight tensors (each layer's, in order) to the shards
+    in turn, as TensorFlow's ``replica_device_setter`` places variables;
+    ``greedy`` gives each to the least loaded shard so far (its
+    ``GreedyLoadBalancingStrategy`` by bytes): a shard holds whole tensors,
+    so the largest sets a floor under the busiest shard."""
+    algorithm = scenario.algorithm
+    split, servers = getattr(algorithm, "split", "even"), getattr(algorithm, "servers", 1)
+    if split == "even" or servers == 1:
+        return None
+    loads = [0] * servers
+    tensors = [layer.params for layer in scenario.workload.model.graph if layer.params]
+    for index, size in enumerate(tensors):
+        shard = index % servers if split == "round-robin" else loads.index(min(loads))
+        loads[shard] += size
+    return tuple(load / sum(loads) for load in loads)
 
 
 def stages(*stages: tuple) -> tuple[Stage, ...]:

@@ -153,6 +153,13 @@ def scenario_of(m: Measurement):
         # TensorFlow's parameter servers run on the workers' own hosts, and
         # its dataflow sends each variable's gradient once the backward pass has it
         algorithm.update(servers=m.servers or 1, placement="colocated", overlap="backward")
+        if (m.servers or 1) > 1:
+            # tf_cnn_benchmarks places the variables of ``parameter_server``
+            # with a GreedyLoadBalancingStrategy by bytes, and the shadow
+            # variables of ``distributed_replicated`` round-robin
+            # (replica_device_setter's default): variable_mgr.py
+            algorithm["split"] = ("round-robin" if "distributed_replicated" in m.published_setting
+                                  else "greedy")
     if m.algorithm == "allreduce" and OVERLAPPING.search(m.published_setting):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"

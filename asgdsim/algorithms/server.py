@@ -35,6 +35,10 @@ class SyncSpec(Shards):
     #: backward pass starts and goes while it computes, as TensorFlow's
     #: dataflow sends each variable's gradient once it has it (none: after)
     overlap: Literal["none", "backward"] = "none"
+    #: how the weights are split over the shards: evenly, or as whole
+    #: tensors (each layer's), dealt in turn (round-robin: TensorFlow's
+    #: replica_device_setter) or each to the least loaded shard (greedy)
+    split: Literal["even", "round-robin", "greedy"] = "even"
 
 
 def overlap_share(scenario, costs) -> float:
@@ -156,6 +160,8 @@ def draw_sync(rng, ideal: bool, learners: int):
     keys = draw_shards(rng)
     if rng.random() < 0.25:
         keys["overlap"] = "backward"
+    if keys.get("servers", 1) > 1 and rng.random() < 0.5:
+        keys["split"] = str(rng.choice(["round-robin", "greedy"]))
     return keys, {}, lambda learners: learners
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import budget, catalog
 from .errors import OutputExists, ScenarioError, UsageError
 from .names import component_name
-from .precision import PRECISIONS
+from .precision import LAYOUTS, PRECISIONS
 
 if TYPE_CHECKING:
     from .analytic import Prediction
@@ -552,10 +552,11 @@ def cmd_timing(args: argparse.Namespace) -> int:
         model = catalog_model(args.model)
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
-    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch, args.precision)
+    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch, args.precision,
+                                                   args.layout)
     how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
            else "the calibrated roofline")
-    print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision} ({how}): "
+    print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision}, {args.layout} ({how}): "
           "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
     for t in layers:
@@ -924,6 +925,9 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("--precision", choices=PRECISIONS, default="fp32",
                         help="fp32 (default); tf32, fp16 or bf16 on the tensor cores where the GPU "
                         "has them (see asgdsim/precision.py)")
+    timing.add_argument("--layout", choices=LAYOUTS, default="nhwc",
+                        help="nhwc (default); nchw: each convolution on tensor cores also "
+                        "transposes its tensors (see asgdsim/compute.py)")
     timing.set_defaults(func=cmd_timing)
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")

@@ -382,12 +382,12 @@ class KernelModel:
         return self._overheads if self._overheads is not None else framework_overheads()
 
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int,
-                  precision: str = "fp32") -> float:
+                  precision: str = "fp32", layout: str = "nhwc") -> float:
         return float(sum(t.forward_s + t.backward_s
-                         for t in self.breakdown(gpu, model, batch, precision)))
+                         for t in self.breakdown(gpu, model, batch, precision, layout)))
 
     def breakdown(self, gpu: GpuSpec, model: ModelSpec, batch: int,
-                  precision: str = "fp32") -> list[LayerTime]:
+                  precision: str = "fp32", layout: str = "nhwc") -> list[LayerTime]:
         """Per layer, forward and backward seconds (each kernel at least the
         framework's launch interval), then the framework's cost per step."""
         o = self.overheads
@@ -395,7 +395,7 @@ class KernelModel:
             return float(sum(max(k, o.kernel_floor_s) for k in kernels))
         kernels = self._kernels(gpu, model, batch)
         if precision != "fp32":
-            kernels = _at_precision(kernels, model, gpu, batch, precision)
+            kernels = _at_precision(kernels, model, gpu, batch, precision, layout)
         layers = [LayerTime(k.layer, k.op, floored(k.forward), floored(k.backward), k.source)
                   for k in kernels]
         if o.step_s:
@@ -487,11 +487,12 @@ class KernelModel:
 
 
 def _at_precision(kernels: list[_Kernels], model: ModelSpec, gpu: GpuSpec, n: int,
-                  precision: str) -> list[_Kernels]:
+                  precision: str, layout: str = "nhwc") -> list[_Kernels]:
     """The FP32 kernels priced at another precision (see :mod:`asgdsim.precision`):
     matrix products at the precision's peak, no faster than their operands'
-    traffic at its width; memory-bound kernels by the width alone."""
-    from .precision import activation_bytes, matmul_peak
+    traffic at its width; memory-bound kernels by the width alone; and, for
+    NCHW tensors on tensor cores, each convolution's transposes."""
+    from .precision import activation_bytes, matmul_peak, on_tensor_cores
 
     width = activation_bytes(precision) / BYTES
     speedup = matmul_peak(gpu, precision) / gpu.peak_flops
@@ -509,8 +510,17 @@ def _at_precision(kernels: list[_Kernels], model: ModelSpec, gpu: GpuSpec, n: in
         else:
             # traffic-bound: the launch stays, the bytes shrink with the width
             scale = lambda t: LAUNCH_S + max(t - LAUNCH_S, 0.0) * width  # noqa: E731
-        out.append(_Kernels(k.layer, k.op, tuple(map(scale, k.forward)),
-                            tuple(map(scale, k.backward)), f"{k.source} at {precision}"))
+        forward, backward = tuple(map(scale, k.forward)), tuple(map(scale, k.backward))
+        if layout == "nchw" and k.op == "conv" and layer and on_tensor_cores(gpu, precision):
+            # tensor cores take NHWC: cuDNN transposes each pass's two
+            # activation tensors in and out of NCHW (forward x and y, data
+            # gradient dy and dx, filter gradient x and dy), each a read and
+            # a write at the element-wise rate
+            transpose = LAUNCH_S + 2 * width * BYTES * n * (layer.in_values + layer.out_values) \
+                / bandwidth
+            forward += (transpose,)
+            backward += (transpose,) * len(backward)
+        out.append(_Kernels(k.layer, k.op, forward, backward, f"{k.source} at {precision}"))
     return out
 
 

@@ -42,7 +42,7 @@ class ComputeCost(Protocol):
     """Seconds of forward + backward for one sub-batch on one GPU."""
 
     def step_time(self, gpu: GpuSpec, model: ModelSpec, batch: int,
-                  precision: str = "fp32") -> float: ...
+                  precision: str = "fp32", layout: str = "nhwc") -> float: ...
 
 
 #: timing.compute name -> cost implementation (see compute.py)
@@ -213,12 +213,13 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
     cluster, work = scenario.cluster, scenario.workload
     gpu, model, k = gpu or cluster.gpu, work.model, cluster.gpus_per_learner
     if k == 1:
-        return cost.step_time(gpu, model, work.sub_batch, work.precision)
+        return cost.step_time(gpu, model, work.sub_batch, work.precision, work.layout)
     inside = cluster.gpu_to_gpu
     if cluster.learner_split == "data":
-        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k), work.precision)
+        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k), work.precision,
+                               work.layout)
                 + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))
-    layers = cost.breakdown(gpu, model, work.sub_batch, work.precision)
+    layers = cost.breakdown(gpu, model, work.sub_batch, work.precision, work.layout)
     graph = [t for t in layers if t.op != "framework"]
     seconds = np.cumsum([t.forward_s + t.backward_s for t in graph])
     cuts = np.searchsorted(seconds, seconds[-1] * np.arange(1, k) / k)

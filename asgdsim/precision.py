@@ -32,10 +32,14 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from .specs import GpuSpec
 
-__all__ = ["PRECISIONS", "Precision", "activation_bytes", "matmul_peak"]
+__all__ = ["LAYOUTS", "PRECISIONS", "Layout", "Precision", "activation_bytes", "matmul_peak",
+           "on_tensor_cores"]
 
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
+#: how activations lie in memory: channels last (what tensor cores take) or first
+Layout = Literal["nhwc", "nchw"]
+LAYOUTS: tuple[str, ...] = ("nhwc", "nchw")
 #: architectures whose tensor cores take TF32 and BF16 (Ampere and later)
 TF32_BF16 = {"ampere", "ada", "hopper", "blackwell"}
 #: the TF32 tensor peak over the FP16 one (A100: 156 / 312; H100 SXM: 494.7 / 989.4)
@@ -45,6 +49,13 @@ TF32_OF_FP16 = 0.5
 def activation_bytes(precision: str) -> int:
     """Bytes of one stored activation value: 2 for FP16 and BF16."""
     return 2 if precision in ("fp16", "bf16") else 4
+
+
+def on_tensor_cores(gpu: GpuSpec, precision: str) -> bool:
+    """Whether ``gpu`` runs matrix products of ``precision`` on tensor cores."""
+    if gpu.peak_tensor_flops is None or precision == "fp32":
+        return False
+    return precision == "fp16" or gpu.architecture.lower() in TF32_BF16
 
 
 def matmul_peak(gpu: GpuSpec, precision: str) -> float:

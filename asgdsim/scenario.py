@@ -31,7 +31,7 @@ from .algorithms import Algorithm
 from .errors import ScenarioError
 from .groups import NODE_KEYS, REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
-from .precision import Precision, activation_bytes
+from .precision import Layout, Precision, activation_bytes
 from .specs import (Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
                     LinkSpec, ModelSpec, Seconds, SecondsOrZero, StepLawSpec, _from_catalog, _model,
                     _Spec, catalog_model)
@@ -55,6 +55,9 @@ class Workload(_Spec):
     input: Literal["real", "cached", "synthetic"] = "real"
     #: fp32; tf32 (Ampere+ tensor cores); fp16 or bf16 mixed precision (see precision.py)
     precision: Precision = "fp32"
+    #: the activations' memory layout: nhwc (channels last), or nchw, whose
+    #: convolutions on tensor cores transpose their tensors (see compute.py)
+    layout: Layout = "nhwc"
 
     @field_serializer("model")
     def _catalog_models_by_name(self, model: ModelSpec) -> Any:

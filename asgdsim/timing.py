@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from . import catalog
 from .costs import COMPUTE_COSTS
-from .precision import PRECISIONS
+from .precision import LAYOUTS, PRECISIONS
 from .specs import GpuSpec, ModelSpec, catalog_model
 
 __all__ = ["step_time"]
 
 
 def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
-              compute: str = "table", precision: str = "fp32") -> float:
+              compute: str = "table", precision: str = "fp32", layout: str = "nhwc") -> float:
     """Seconds of forward + backward for one sub-batch on one GPU (no data
-    loading), at ``precision``: fp32, tf32, fp16 or bf16 (see precision.py)."""
+    loading), at ``precision``: fp32, tf32, fp16 or bf16 (see precision.py),
+    the activations in ``layout``: nhwc or nchw (see compute.py)."""
     if isinstance(gpu, str):
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
     if isinstance(model, str):
@@ -22,4 +23,6 @@ def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    return COMPUTE_COSTS[compute].step_time(gpu, model, batch, precision)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return COMPUTE_COSTS[compute].step_time(gpu, model, batch, precision, layout)

@@ -73,6 +73,7 @@ class Measurement:
     model: str
     batch_per_gpu: int
     precision: str
+    layout: str
     data: str
     framework: str
     published_setting: str
@@ -164,7 +165,7 @@ def scenario_of(m: Measurement):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"
     workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,
-                "precision": m.precision}
+                "precision": m.precision, "layout": m.layout}
     if m.data != "real":
         workload["input"] = m.data
     learners = m.gpus // k

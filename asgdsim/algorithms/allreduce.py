@@ -95,7 +95,7 @@ def backward_s(scenario) -> float:
     if timing.kernel_table is not None and timing.compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)
     per_gpu = -(-work.sub_batch // cluster.gpus_per_learner)
-    layers = cost.breakdown(cluster.gpu, work.model, per_gpu, work.precision)
+    layers = cost.breakdown(cluster.gpu, work.model, per_gpu, work.precision, work.layout)
     return sum(t.backward_s for t in layers)
 
 

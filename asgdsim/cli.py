@@ -723,7 +723,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check_writable(out, args.overwrite)     # refuse before a minute of simulating
     from .validation import validate
 
-    table = validate(args.only)
+    table = validate(args.only, tensor_shards=args.tensor_shards)
     if table.empty:
         raise UsageError(f"--only: no row of the table mentions {args.only!r} (it looks in the "
                          "source, system, machine, GPU, model, precision, framework and setting)")
@@ -988,6 +988,9 @@ def _parser() -> argparse.ArgumentParser:
                      "resnet50, cscs, allreduce")
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")
+    val.add_argument("--tensor-shards", action="store_true",
+                     help="TensorFlow's parameter servers hold whole tensors as tf_cnn_benchmarks "
+                     "places them (split: greedy or round-robin), not even parts")
     val.set_defaults(func=cmd_validate)
 
     rpt = sub.add_parser("report", help="one self-contained page of a run: RUN_DIR/report.html",

@@ -446,15 +446,19 @@ class KernelModel:
         fft_flops = (_fft_flops(n, layer.in_shape[0], layer.out_shape[0],
                                 layer.in_shape[1] + 2 * layer.pad[0], layer.in_shape[2] + 2 * layer.pad[1])
                      if _fft_eligible(layer) else None)
-        def modelled(pass_: str, batch: int) -> float:
+        def modelled(pass_: str, batch: int, on: GpuSpec = gpu) -> float:
             """The calibrated roofline at ``batch`` (the autotuner's best algorithm)."""
             scale = batch / n
             fit = eff[(family, "fwd" if family == "gemm" else pass_)]
-            best = _pass_time(flops * scale, traffic_at(pass_, batch), fit, gpu, channels)
+            best = _pass_time(flops * scale, traffic_at(pass_, batch), fit, on, channels)
             if fft_flops is not None and ("fft", pass_) in eff:
                 best = min(best, _pass_time(fft_flops * scale, traffic_at(pass_, batch),
-                                            eff[("fft", pass_)], gpu, channels))
+                                            eff[("fft", pass_)], on, channels))
             return best
+
+        # a GPU priced as another (its kernels measured on that one): the
+        # roofline's ratio between the two carries them over
+        measured_on = _gpu(gpu.kernels_of) if gpu.kernels_of != gpu.name else gpu
 
         def traffic_at(pass_: str, batch: int) -> float:
             return weights + (inputs + outputs) * batch / n
@@ -466,7 +470,7 @@ class KernelModel:
             if measured_s is not None:
                 # the nearest measured batch, scaled by the roofline's own ratio
                 seconds, batch, upper_bound = measured_s
-                times[pass_] = seconds * modelled(pass_, n) / modelled(pass_, batch)
+                times[pass_] = seconds * modelled(pass_, n) / modelled(pass_, batch, measured_on)
                 if upper_bound:
                     # the heuristic's algorithm: an autotuner runs the fastest
                     times[pass_] = min(times[pass_], modelled(pass_, n))

@@ -97,8 +97,9 @@ class GpuSpec(_Spec):
     stream_source: str | None = None
     memory: Bytes | None = None
     host_link: Link
-    #: the GPU whose kernel tables and fits price this one: the same die and
-    #: clocks with more memory (V100 32 GB is a V100); none: its own name
+    #: the GPU whose kernel tables and fits price this one: the same die
+    #: with more memory (V100 32 GB is a V100) or other clocks (the PCIe
+    #: P100: its measured kernels scaled by the roofline's ratio); none: its own name
     priced_as: str | None = None
     source: str = "inline"
 

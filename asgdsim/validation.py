@@ -13,6 +13,13 @@ GPUs sum their gradients before pushing them (TensorFlow's
 reads nothing from disk; cached input (NVIDIA's MXNet runs, which re-read
 32,000 samples after a warm-up epoch) reads from the page cache.
 
+``layout`` is the activations' layout each source ran, from its code:
+tf_cnn_benchmarks' ``data_format`` defaults to NCHW (tf_cnn_benchmarks.py),
+as NVIDIA's TensorFlow ResNet-50 does (utils/cmdline_helper.py @0663b67);
+NVIDIA's MXNet runner sets NHWC layouts for float16 only
+(MxNet/Classification/RN50v1.5/runner), and its PyTorch ``configs.yml``
+``memory_format: nhwc`` for AMP only (PyTorch/Classification/ConvNets @097c7ff).
+
 Nothing in the cluster model is fitted to these rows. The framework's two
 overheads (:mod:`asgdsim.overheads`) are fitted on single-GPU FP32 steps of
 ``catalog/whole_network.csv``, which share a few figures with this table
@@ -139,9 +146,15 @@ def in_fit(m: Measurement, fitted: set[tuple[str, str, int, str]]) -> bool:
             and (name, m.model, m.batch_per_gpu, m.reference.split("@")[0]) in fitted)
 
 
-def scenario_of(m: Measurement):
+def scenario_of(m: Measurement, tensor_shards: bool = False):
     """The scenario of a row: its cluster, its way of summing gradients and
-    ``ROUNDS`` rounds of every learner."""
+    ``ROUNDS`` rounds of every learner. TensorFlow's shards hold even parts
+    of the weights, or, with ``tensor_shards``, whole tensors as
+    tf_cnn_benchmarks places them (:func:`tensor_split`). Even by default:
+    TensorFlow also pipelines each variable's reply behind its own push (a
+    barrier per variable), which ``sync``'s rounds do not, and whole-tensor
+    shards without that pipelining overstate the busiest shard (README,
+    "Validation")."""
     from .scenario import scenario_from_dict
 
     k = m.gpus_per_learner
@@ -154,13 +167,8 @@ def scenario_of(m: Measurement):
         # TensorFlow's parameter servers run on the workers' own hosts, and
         # its dataflow sends each variable's gradient once the backward pass has it
         algorithm.update(servers=m.servers or 1, placement="colocated", overlap="backward")
-        if (m.servers or 1) > 1:
-            # tf_cnn_benchmarks places the variables of ``parameter_server``
-            # with a GreedyLoadBalancingStrategy by bytes, and the shadow
-            # variables of ``distributed_replicated`` round-robin
-            # (replica_device_setter's default): variable_mgr.py
-            algorithm["split"] = ("round-robin" if "distributed_replicated" in m.published_setting
-                                  else "greedy")
+        if tensor_shards and (m.servers or 1) > 1:
+            algorithm["split"] = tensor_split(m)
     if m.algorithm == "allreduce" and OVERLAPPING.search(m.published_setting):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"
@@ -175,20 +183,29 @@ def scenario_of(m: Measurement):
     return scenario_from_dict(data, source=TABLE)
 
 
-def estimate(m: Measurement) -> tuple[float, str]:
+def tensor_split(m: Measurement) -> str:
+    """How tf_cnn_benchmarks (TensorFlow 1.1, variable_mgr.py) places a row's
+    variables on its parameter servers: ``parameter_server`` with a
+    GreedyLoadBalancingStrategy by bytes, ``distributed_replicated``'s
+    shadow variables round-robin (replica_device_setter's default)."""
+    return "round-robin" if "distributed_replicated" in m.published_setting else "greedy"
+
+
+def estimate(m: Measurement, tensor_shards: bool = False) -> tuple[float, str]:
     """The row's simulated throughput (samples/s) and how it was had."""
     from .analytic import predict
     from .simulation import simulate
 
-    sc = scenario_of(m)
+    sc = scenario_of(m, tensor_shards)
     if sc.cluster.learners > MAX_SIMULATED_LEARNERS:
         return float(predict(sc).summary["throughput_samples_per_s"]), "closed form"
     return float(simulate(sc).summary["throughput_samples_per_s"]), "simulated"
 
 
-def validate(only: str | None = None):
+def validate(only: str | None = None, tensor_shards: bool = False):
     """One row per measurement kept by ``only`` (a case-insensitive text
-    every kept row contains): the contract's columns and the extras."""
+    every kept row contains): the contract's columns and the extras;
+    ``tensor_shards``: see :func:`scenario_of`."""
     import pandas as pd
 
     from .errors import ScenarioError
@@ -198,7 +215,7 @@ def validate(only: str | None = None):
         if only and only.lower() not in m.text:
             continue
         try:
-            simulated, method = estimate(m)
+            simulated, method = estimate(m, tensor_shards)
         except ScenarioError as exc:       # a row the model refuses (memory): say why
             simulated, method = math.nan, f"refused: {str(exc).splitlines()[-1].strip()}"
         rows.append({"source": m.source, "system": m.system, "model": m.model, "gpu": m.gpu,

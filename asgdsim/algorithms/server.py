@@ -1,7 +1,10 @@
 """A parameter server on a node of its own: each learner pushes its
 gradient and takes the reply's weights. ``async`` applies each gradient on
 arrival (GPU A-SGD); ``sync`` waits for every learner and applies their sum
-as one update (BSP).
+as one update (BSP). Two of TensorFlow's ways are sync's keys: ``overlap:
+backward`` sends the gradient while the backward pass computes it, and
+``split`` places whole tensors on the shards (round-robin or greedy) rather
+than even parts.
 
 In a fat tree (``cluster.topology``) the server's node, or shard s's, is
 numbered after the learners' nodes: node ``nodes + s``, under leaf
@@ -22,8 +25,9 @@ class AsyncSpec(_Spec):
 
 
 class Shards(_Spec):
-    """Where the server's weights live: split evenly over ``servers`` shards,
-    on nodes of their own or on the learners' nodes."""
+    """Where the server's weights live: split over ``servers`` shards (sync
+    may split them as whole tensors: its ``split``), on nodes of their own
+    or on the learners' nodes."""
 
     servers: Count = 1
     placement: Literal["dedicated", "colocated"] = "dedicated"
@@ -44,7 +48,8 @@ class SyncSpec(Shards):
 def overlap_share(scenario, costs) -> float:
     """The part of each step its gradient's way to the server runs beside:
     the backward pass's share of the step (0 without ``overlap: backward``)."""
-    if getattr(scenario.algorithm, "overlap", None) != "backward" or scenario.algorithm.kind != "sync":
+    # (allreduce's ``overlap`` is its collective's, in its aggregate_s)
+    if scenario.algorithm.kind != "sync" or scenario.algorithm.overlap != "backward":
         return 0.0
     from .allreduce import backward_share
     return backward_share(scenario, costs)

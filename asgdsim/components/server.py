@@ -16,7 +16,10 @@ version the learner computes from next.
 
 A server split into shards applies each message's parts on every shard at
 once, after the whole message has arrived: its shards keep in step, so
-they are one server whose update takes one part's time.
+they are one server whose update takes its largest part's time (parts are
+even, or whole tensors: sync's ``split``). With sync's ``overlap:
+backward`` a learner's gradient leaves as its backward pass starts, and
+the learner is in the round once both are done.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ explicit hardware, model, nodes, GPUs per node and per host link, sub-batch,
 compute (kernel table, roofline or any time law), jitter (none included),
 communication (modelled or ideal), SPRINT's fixed cycle, run length from
 a few steps per learner to many epochs, (on a fifth of the draws of
-several nodes, from a stream of their own) a fat tree, and (on a fifth of
-the modelled draws) input from the page cache or already on the GPU.
+several nodes, from a stream of their own) a fat tree, (on a fifth of
+the modelled draws) input from the page cache or already on the GPU, and
+(on sync draws, from a stream of their own) TensorFlow's gradients sent
+during the backward pass and shards of whole tensors.
 ``check`` simulates one and sets its figures beside the closed form's.
 ``--misbehaving`` draws the same scenarios with failures (of learners or
 nodes) or mixed nodes (``cluster.groups``) on every one: the closed form is
@@ -174,6 +176,16 @@ def random_scenario(rng: np.random.Generator, index: int = 0, misbehaving: bool 
     source = np.random.default_rng([data["seed"], 4]).random()
     if not ideal and source < 0.2:
         data["workload"]["input"] = "cached" if source < 0.1 else "synthetic"
+    # TensorFlow's ways on a sync draw, from a stream of their own too: the
+    # gradient sent during the backward pass on a quarter, whole tensors on
+    # half of the sharded ones
+    if kind == "sync":
+        tensorflow = np.random.default_rng([data["seed"], 5])
+        if tensorflow.random() < 0.25:
+            keys["overlap"] = "backward"
+        if keys.get("servers", 1) > 1 and tensorflow.random() < 0.5:
+            keys["split"] = str(tensorflow.choice(["round-robin", "greedy"]))
+        data["algorithm"].update(keys)
     if misbehaving:
         grouped = _with_groups(data, np.random.default_rng([data["seed"], 2]))
         _with_failures(data, np.random.default_rng([data["seed"], 3]), always=not grouped)

@@ -982,13 +982,13 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     """Rounds of every learner's ``period`` steps, then ``aggregate_s`` after
     the slowest: through a server (``sync``: push, update, pull), or through
     a collective (``allreduce``, ``local-sgd``: no push or pull)."""
-    from .algorithms.server import overlap_share
+    from .algorithms.server import overlap_shares
 
     topo, loop, law, run = topology_of(sc), loop_of(sc, costs), costs.compute, Run.of(sc)
     p = topo.learners
     # sync's ``overlap: backward``: each step's after-stages start this part
     # of the step before its end
-    share = overlap_share(sc, costs)
+    shares = np.array(overlap_shares(sc))
     # local SGD: a round is ``period`` steps of each learner, then the averaging
     if topo.blocks or len(set(costs.group_computes)) > 1 or sc.faults.slow_learners is not None:
         # groups of different nodes or steps, or slow learners: each learner
@@ -998,9 +998,10 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
 
         rounds = _mixed_sync_rounds if p <= MAX_SKELETON_LEARNERS else _mixed_rounds_large
         first, steady, exact = rounds(topo, loops_of(sc, costs), learner_laws(sc, costs),
-                                      aggregate_s, period, share=share)
+                                      aggregate_s, period, shares=shares)
     else:
-        first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period, share=share)
+        first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period,
+                                            share=float(shares[0]))
     # fixed steps walk every part of every message (_sync_rounds), booked as
     # the simulator books them, so the shards' coupling is in the walk
     coupled = topo.servers > 1 and not _ideal(sc) and not (
@@ -1111,8 +1112,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
         to_push, message = loop.after, 0.0
     # the step's part that its after-stages run beside (none without overlap,
     # or for a learner with no stage after its step)
-    leads = np.array([law.mean * share if _resolved(topo, loop.after, i) else 0.0
-                      for i in range(p)])
+    leads = _leads(topo, [loop] * p, [law.mean] * p, np.full(p, share))
     tail = [[((), law.mean - leads[i])] + _resolved(topo, to_push, i) for i in range(p)] \
         if law.is_constant else [[] for _ in range(p)]
     # random steps: what follows the step, walked from when it is done (a
@@ -1161,6 +1161,17 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
 
     first, later, settled = _settled(one_round, before, reply, law.is_constant)
     return first, later, exact and settled
+
+
+def _leads(topo: Topology, loops: list[Loop], means: list[float],
+           shares: np.ndarray | None) -> np.ndarray:
+    """How long before each learner's (mean) step ends its after-stages
+    start (sync's ``overlap: backward``): its share of the step, or none
+    where it has no stage after its step."""
+    if shares is None or not shares.any():
+        return np.zeros(len(loops))
+    return np.array([mean * share if _resolved(topo, loop.after, i) else 0.0
+                     for i, (loop, mean, share) in enumerate(zip(loops, means, shares))])
 
 
 def _overlapped_round(arrivals: np.ndarray, services: np.ndarray, computed: np.ndarray,
@@ -1252,24 +1263,24 @@ SETTLING_ROUNDS, RANDOM_SETTLING_ROUNDS = 12, 3
 
 
 def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,
-                       period: int = 1, share: float = 0.0) -> tuple[float, float, bool]:
+                       period: int = 1,
+                       shares: np.ndarray | None = None) -> tuple[float, float, bool]:
     """:func:`_sync_rounds` for a mixed cluster whose groups' nodes differ:
     learner i walks its group's loop (its links' durations) on the whole
     topology, so the groups' messages share the server's port in the
     walk; with random steps each learner's arrival is at the order
     statistics of the learners' own laws. The server's port serves the
     messages in arrival order, each for its own length (its node's network);
-    with ``share``, as :func:`_sync_rounds`."""
+    with each learner's ``shares``, as :func:`_sync_rounds`."""
     p = topo.learners
     mine = [loops[topo.block_of(i)] for i in range(p)]
     fixed = all(law.is_constant for law in laws)
     message, before, reply, tail, shift = np.zeros(p), [], [], [], np.zeros(p)
-    leads = np.array([law.mean * share if _resolved(topo, loop.after, i) else 0.0
-                      for i, (loop, law) in enumerate(zip(mine, laws))])
+    leads = _leads(topo, mine, [law.mean for law in laws], shares)
     for i, (loop, law) in enumerate(zip(mine, laws)):
         push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
         # (a part for a colocated shard of the learner's own node stays inside it)
-        message[i] = push.duration_s if push is not None and topo.holds(push, i) else 0.0
+        message[i] = topo.duration_s(push, i) if push is not None and topo.holds(push, i) else 0.0
         if message[i] and topo.nodes_per_switch:
             # or at the server's leaf's down-link, where a fat tree's is slower
             message[i] = max(message[i], topo.message_s(loop, "server_port_in"))
@@ -1325,7 +1336,7 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
 
 def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
                         update_s: float, period: int = 1,
-                        share: float = 0.0) -> tuple[float, float, bool]:
+                        shares: np.ndarray | None = None) -> tuple[float, float, bool]:
     """:func:`_sync_rounds_large` for a mixed cluster: the server's port
     sets the pace, each learner's messages its group's length. The replies
     leave one after another, the groups mixed evenly; each learner's arrival is its
@@ -1335,15 +1346,21 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
     shards = topo.instances("server_port_in")
     block = np.array([topo.block_of(i) for i in range(p)])
     each = [loop.with_before_repeated(period) for loop in loops]
-    message = np.array([loop.demand_s("server_port_in") / shards for loop in each])[block]
-    pull = np.array([loop.demand_s("server_port_out") / shards for loop in each])[block]
+    busiest_in, busiest_out = (topo.busiest_share(port) for port in ("server_port_in",
+                                                                       "server_port_out"))
+    message = np.array([loop.demand_s("server_port_in") * busiest_in for loop in each])[block]
+    pull = np.array([loop.demand_s("server_port_out") * busiest_out for loop in each])[block]
     local = np.array([sum(st.duration_s for st in loop.before + loop.after
                           if st.holds[0] != "server_port_in") for loop in each])[block]
     sums = {law: law.sum_of(period) for law in set(laws)}
     drawn = [sums[law] for law in laws]
-    # overlap: the messages leave that part of the mean step earlier
-    local = local - np.array([share * law.mean if each[b].after else 0.0
-                              for law, b in zip(laws, block)])
+    # overlap: the messages leave that part of the mean step earlier, and
+    # the round lasts until the last step is done
+    leads = np.zeros(p) if shares is None else \
+        np.array([share * law.mean if each[b].after else 0.0
+                  for law, b, share in zip(laws, block, shares)])
+    local = local - leads
+    before = np.array([sum(st.duration_s for st in loop.before) for loop in each])[block]
 
     def done(ready: np.ndarray) -> float:
         shift = ready.copy()
@@ -1357,7 +1374,11 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
         arrive = _mixed_order_statistics(shift[order], [drawn[i] for i in order])
         by_arrival = np.argsort(arrive, kind="stable")
         # FIFO at the server's port, in the order they arrive
-        return float(_fifo_done(arrive[by_arrival], message[order][by_arrival])) + update_s
+        through = float(_fifo_done(arrive[by_arrival], message[order][by_arrival]))
+        if leads.any():
+            # no sooner than the last step's end: its arrival less what follows the step
+            through = max(through, float(np.max(arrive - (local - before)[order])))
+        return through + update_s
 
     # the replies leave in the order the gradients came in, which mixes the
     # groups: each group's learners spread evenly over the sequence

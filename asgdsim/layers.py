@@ -55,6 +55,19 @@ class Layer:
     def out_values(self) -> int:
         return math.prod(self.out_shape)
 
+    @property
+    def tensors(self) -> tuple[int, ...]:
+        """Its parameters as a framework keeps them: a convolution's or fully
+        connected layer's weights, then its bias where it has one; a
+        normalisation's as one."""
+        if self.op == "conv":
+            weights = self.out_shape[0] * (self.in_shape[0] // self.groups) * math.prod(self.kernel)
+        elif self.op == "fc":
+            weights = self.in_values * self.out_values
+        else:
+            return (self.params,) if self.params else ()
+        return (weights, self.params - weights) if self.params > weights else (weights,)
+
 
 def _pair(value: Any, what: str) -> tuple[int, int]:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:

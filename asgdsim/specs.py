@@ -99,7 +99,8 @@ class GpuSpec(_Spec):
     host_link: Link
     #: the GPU whose kernel tables and fits price this one: the same die
     #: with more memory (V100 32 GB is a V100) or other clocks (the PCIe
-    #: P100: its measured kernels scaled by the roofline's ratio); none: its own name
+    #: P100), its measured kernels carried over by the roofline's ratio
+    #: between the two (their peaks and STREAM rates); none: its own name
     priced_as: str | None = None
     source: str = "inline"
 

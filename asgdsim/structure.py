@@ -168,6 +168,8 @@ class Topology:
     #: each shard's share of the weights where they are not split evenly
     #: (sync's ``split``): a part's stage lasts as its shard's share of them
     shard_shares: tuple[float, ...] | None = None
+    #: the network's latency, which a part of any size pays once
+    shard_latency_s: float = 0.0
 
     @property
     def learners(self) -> int:
@@ -220,7 +222,8 @@ class Topology:
             return self
         b = self.blocks[block]
         return Topology(b.nodes, b.learners_per_node, b.learners_per_host_link, b.rails,
-                        self.servers, self.colocated, shard_shares=self.shard_shares)
+                        self.servers, self.colocated, shard_shares=self.shard_shares,
+                        shard_latency_s=self.shard_latency_s)
 
     @property
     def links_per_node(self) -> int:
@@ -249,18 +252,38 @@ class Topology:
 
     def duration_s(self, stage: Stage, learner: int) -> float:
         """How long ``learner`` holds ``stage``: its own part of a message
-        split unevenly over the shards lasts as that shard's share (stages
-        are priced at an even part)."""
-        if self.shard_shares is None or not any(SCOPES[k] == "shard" for k in stage.holds):
+        split unevenly over the shards carries its shard's share of the
+        bytes (stages are priced at an even part, latency included)."""
+        if self.shard_shares is None or not self._sharded(stage):
             return stage.duration_s
-        return stage.duration_s * self.servers * self.shard_shares[self.shard_of(learner,
-                                                                                  stage.part)]
+        share = self.shard_shares[self.shard_of(learner, stage.part)]
+        latency = min(self.shard_latency_s, stage.duration_s)
+        return latency + (stage.duration_s - latency) * self.servers * share
+
+    @staticmethod
+    def _sharded(stage: Stage) -> bool:
+        return any(SCOPES[k] == "shard" for k in stage.holds)
+
+    def busiest_share(self, port: str) -> float:
+        """The part of a message that the busiest instance of the server's
+        ``port`` takes: one instance's even part, or the largest shards'
+        host's share where the split is uneven."""
+        instances = max(1, self.instances(port))
+        if self.shard_shares is None:
+            return 1 / instances
+        hosts = [0.0] * instances
+        for shard, share in enumerate(self.shard_shares):
+            hosts[shard % instances] += share
+        return max(hosts)
 
     def holds(self, stage: Stage, learner: int) -> tuple[str, ...] | None:
         """The resource instances ``learner`` holds in ``stage``; None where
         the stage stays inside its node (a part for a colocated shard of its
         own). A message between leaves of a fat tree holds the leaves' up-
         and down-link too, after the ports."""
+        if self.shard_shares is not None and self._sharded(stage) \
+                and not self.shard_shares[self.shard_of(learner, stage.part)]:
+            return None      # a shard that holds no tensor gets no part
         names = tuple(self.instance(kind, learner, stage.part) for kind in stage.holds)
         if None in names:
             return None
@@ -338,13 +361,7 @@ class Topology:
         """Seconds the server's way in (``server_port_in``) or out
         (``server_port_out``) spends on one learner's message, each shard its
         part: at its port, or at its leaf's fabric link where that is slower."""
-        seconds = loop.demand_s(port) / max(1, self.instances(port))
-        if self.shard_shares is not None:
-            # the busiest: the port of the largest shards' host
-            hosts = [0.0] * self.instances(port)
-            for shard, share in enumerate(self.shard_shares):
-                hosts[shard % len(hosts)] += share
-            seconds = loop.demand_s(port) * max(hosts)
+        seconds = loop.demand_s(port) * self.busiest_share(port)
         role = {"server_port_in": "server_leaf_down", "server_port_out": "server_leaf_up"}[port]
         for name, demand, leaves in self.fabric_demands(loop.stages):
             if name == role:
@@ -416,22 +433,25 @@ def topology_of(scenario: Scenario) -> Topology:
                     nodes_per_switch=tree.nodes_per_switch if tree else None,
                     fabric_share=tree.oversubscription / (c.rails * tree.nodes_per_switch)
                     if tree else 0.0,
-                    shard_shares=shard_shares(scenario))
+                    shard_shares=shard_shares(scenario),
+                    shard_latency_s=c.network.latency)
 
 
 def shard_shares(scenario: Scenario) -> tuple[float, ...] | None:
     """Each shard's share of the weights (None: split evenly). ``round-robin``
-    deals the model's weight tensors (each layer's, in order) to the shards
-    in turn, as TensorFlow's ``replica_device_setter`` places variables;
-    ``greedy`` gives each to the least loaded shard so far (its
+    deals the model's tensors (layer by layer: weights, then bias; a
+    normalisation's parameters as one) to the shards in turn, as
+    TensorFlow's ``replica_device_setter`` places variables; ``greedy``
+    gives each to the least loaded shard so far (its
     ``GreedyLoadBalancingStrategy`` by bytes): a shard holds whole tensors,
-    so the largest sets a floor under the busiest shard."""
+    so the largest sets a floor under the busiest shard, and a shard may
+    hold none."""
     algorithm = scenario.algorithm
     split, servers = getattr(algorithm, "split", "even"), getattr(algorithm, "servers", 1)
     if split == "even" or servers == 1:
         return None
     loads = [0] * servers
-    tensors = [layer.params for layer in scenario.workload.model.graph if layer.params]
+    tensors = [size for layer in scenario.workload.model.graph for size in layer.tensors]
     for index, size in enumerate(tensors):
         shard = index % servers if split == "round-robin" else loads.index(min(loads))
         loads[shard] += size

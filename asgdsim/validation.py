@@ -49,8 +49,8 @@ TABLE = "cluster_measurements.csv"
 #: the columns of validation.csv (CONTRACT.md), then what helps read them
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
-EXTRA = ["algorithm", "precision", "batch_per_gpu", "data", "held_out", "in_fit", "method",
-         "reference", "table"]
+EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "held_out", "in_fit",
+         "method", "reference", "table"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
@@ -222,7 +222,7 @@ def validate(only: str | None = None, tensor_shards: bool = False):
                      "gpus": m.gpus, "nodes": m.nodes, "metric": m.metric,
                      "measured": m.measured, "simulated": simulated,
                      "rel_err": (simulated - m.measured) / m.measured,
-                     "algorithm": m.algorithm, "precision": m.precision,
+                     "algorithm": m.algorithm, "precision": m.precision, "layout": m.layout,
                      "batch_per_gpu": m.batch_per_gpu, "data": m.data,
                      "held_out": "yes" if m.held_out else "no",
                      "in_fit": "yes" if in_fit(m, fitted) else "no", "method": method,

@@ -17,7 +17,8 @@ from asgdsim.cli import main
 from asgdsim.costs import costs_of
 from asgdsim.structure import shard_shares
 from asgdsim.validation import (COLUMNS, GOLDEN, SPEEDUP, THROUGHPUT, estimate, fitted_rows,
-                                in_fit, measurements, scenario_of, summary, validate)
+                                in_fit, measurements, scenario_of, summary, tensor_split,
+                                validate)
 
 from conftest import make
 
@@ -94,7 +95,7 @@ def test_command_refuses_what_it_cannot_do(tmp_path, capsys):
 
 def test_tensor_shards_place_variables_as_tf_cnn_benchmarks_does():
     rows = [m for m in ROWS if m.system == "AWS p2.xlarge" and (m.servers or 1) > 1]
-    assert rows
+    assert {tensor_split(m) for m in rows} == {"greedy", "round-robin"}
     for m in rows:
         assert scenario_of(m).algorithm.split == "even"
         whole = scenario_of(m, tensor_shards=True)
@@ -102,10 +103,12 @@ def test_tensor_shards_place_variables_as_tf_cnn_benchmarks_does():
                                          in m.published_setting else "greedy")
         # a shard holds whole tensors: the largest, Inception v3's 2048 x 1001
         # classifier, is a floor under the busiest shard
-        fc = max(layer.params for layer in whole.workload.model.graph)
-        assert fc == 2048 * 1000 + 1000
+        fc = max(size for layer in whole.workload.model.graph for size in layer.tensors)
+        assert fc == 2048 * 1000
         assert max(shard_shares(whole)) >= fc / whole.workload.model.parameters
-        # and the busiest shard's host is the cluster's bottleneck: never faster
+    # and the busiest shard's host is the cluster's bottleneck: never faster
+    # (the two smallest clusters, one of each placement)
+    for m in sorted(rows, key=lambda m: m.nodes)[::2][:2]:
         assert estimate(m, tensor_shards=True)[0] <= estimate(m)[0] * (1 + 1e-9)
 
 
@@ -167,6 +170,15 @@ def test_mixed_precision_uses_the_tensor_cores_where_there_are_some():
     assert step_time("K80", "resnet50", 64, precision="fp16") <= step_time("K80", "resnet50", 64)
     with pytest.raises(ValueError, match="precision"):
         step_time("V100", "resnet50", 128, precision="fp8")
+
+
+def test_a_pcie_p100_is_a_p100_at_its_clocks():
+    # Piz Daint's board: 9.3 against 10.6 TFLOP/s, the same HBM2; its measured
+    # kernels carried over from the SXM2's by the roofline's ratio
+    assert catalog.lookup("machines", "piz-daint")["gpu"] == "P100-PCIe"
+    for model in ("resnet50", "inception3", "vgg16"):
+        ratio = step_time("P100-PCIe", model, 64) / step_time("P100", model, 64)
+        assert 1.03 < ratio <= 10.6 / 9.3 + 1e-9, model
 
 
 def test_mixed_precision_keeps_activations_in_two_bytes():

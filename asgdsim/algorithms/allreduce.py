@@ -81,28 +81,42 @@ def gpus(cluster) -> list:
     return [g.gpu for g in cluster.groups] if cluster.groups else [cluster.gpu]
 
 
+#: a backward pass computes the gradients of the data and of the weights,
+#: each about the forward's work: its share of a step known only by its law
+BACKWARD_SHARE = 2 / 3
+
+
 def backward_s(scenario) -> float:
     """Seconds of one GPU's backward pass, by the cost model's layers; for a
-    compute law (or measured steps), two thirds of its mean (a backward pass
-    computes the gradients of the data and of the weights, each about the
-    forward's work)."""
-    from ..costs import COMPUTE_COSTS, KernelModel, _step_law
+    compute law (or measured steps), BACKWARD_SHARE of its mean."""
+    from ..costs import _step_law
 
-    work, timing, cluster = scenario.workload, scenario.timing, scenario.cluster
+    timing, cluster = scenario.timing, scenario.cluster
     if not isinstance(timing.compute, str):
-        return 2 / 3 * _step_law(scenario, cluster.gpu, timing.compute).mean
+        return BACKWARD_SHARE * _step_law(scenario, cluster.gpu, timing.compute).mean
+    return sum(t.backward_s for t in _layers(scenario, cluster.gpu))
+
+
+def backward_share(scenario, gpu=None) -> float:
+    """The backward pass's part of a step on ``gpu`` (the cluster's): of the
+    cost model's layers and the framework's cost per step, or
+    BACKWARD_SHARE for a compute law."""
+    if not isinstance(scenario.timing.compute, str):
+        return BACKWARD_SHARE
+    layers = _layers(scenario, gpu or scenario.cluster.gpu)
+    return sum(t.backward_s for t in layers) / sum(t.forward_s + t.backward_s for t in layers)
+
+
+def _layers(scenario, gpu) -> list:
+    """The cost model's layers of one GPU's share of the sub-batch."""
+    from ..costs import COMPUTE_COSTS, KernelModel
+
+    work, timing = scenario.workload, scenario.timing
     cost = COMPUTE_COSTS[timing.compute]
     if timing.kernel_table is not None and timing.compute == "table":
         cost = KernelModel(use_tables=True, extra=timing.kernel_table)
-    per_gpu = -(-work.sub_batch // cluster.gpus_per_learner)
-    layers = cost.breakdown(cluster.gpu, work.model, per_gpu, work.precision, work.layout)
-    return sum(t.backward_s for t in layers)
-
-
-def backward_share(scenario, costs) -> float:
-    """The backward pass's part of a step: of the cost model's layers, or
-    two thirds for a compute law (see :func:`backward_s`)."""
-    return min(1.0, backward_s(scenario) / costs.compute.mean)
+    per_gpu = -(-work.sub_batch // scenario.cluster.gpus_per_learner)
+    return cost.breakdown(gpu, work.model, per_gpu, work.precision, work.layout)
 
 
 def _collective(env, weights, recorder, costs, learners):

@@ -45,14 +45,21 @@ class SyncSpec(Shards):
     split: Literal["even", "round-robin", "greedy"] = "even"
 
 
-def overlap_share(scenario, costs) -> float:
-    """The part of each step its gradient's way to the server runs beside:
-    the backward pass's share of the step (0 without ``overlap: backward``)."""
+def overlap_shares(scenario) -> list[float]:
+    """Each learner's part of its step that its gradient's way to the server
+    runs beside: the backward pass's share of a step on its GPU (0 without
+    ``overlap: backward``). The last layers' gradients (the network's first
+    layers, a sliver of its weights) are taken to leave with the rest."""
+    cluster = scenario.cluster
     # (allreduce's ``overlap`` is its collective's, in its aggregate_s)
     if scenario.algorithm.kind != "sync" or scenario.algorithm.overlap != "backward":
-        return 0.0
+        return [0.0] * cluster.learners
     from .allreduce import backward_share
-    return backward_share(scenario, costs)
+    if not cluster.groups:
+        return [backward_share(scenario)] * cluster.learners
+    return [backward_share(scenario, group.gpu)
+            for group, learners in zip(cluster.groups, cluster.group_learners)
+            for _ in range(learners)]
 
 
 def message_part_s(scenario, c) -> float:
@@ -109,8 +116,7 @@ def build_with(server_of, name: str = "server"):
 
         server = server_of(env, weights, recorder, costs, scenario.cluster.learners)
         cluster = wire(env, scenario, costs, seed, name, server, ServerLearner)
-        share = overlap_share(scenario, costs)
-        for learner in cluster.learners:
+        for learner, share in zip(cluster.learners, overlap_shares(scenario)):
             learner.overlap_share = share
         return cluster
     return build
@@ -161,13 +167,5 @@ def draw_shards(rng) -> dict:
                                     "placement": str(rng.choice(["dedicated", "colocated"]))}
 
 
-def draw_sync(rng, ideal: bool, learners: int):
-    keys = draw_shards(rng)
-    if rng.random() < 0.25:
-        keys["overlap"] = "backward"
-    if keys.get("servers", 1) > 1 and rng.random() < 0.5:
-        keys["split"] = str(rng.choice(["round-robin", "greedy"]))
-    return keys, {}, lambda learners: learners
-
-
-SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync, draw=draw_sync)
+SYNC = Kind(SyncSpec, loop, build_with(_sync_server), predict_sync,
+            draw=lambda rng, ideal, learners: (draw_shards(rng), {}, lambda learners: learners))

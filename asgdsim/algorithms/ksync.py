@@ -152,17 +152,18 @@ def predict(scenario, costs):
         first, steady, _ = _sync_rounds(topo, loop_, law, update_s, 1, k)
         epoch_law = ("approximation: the round's schedule with each learner's arrival at its "
                      "expected order statistic, the first K queued at the server's port")
-        # every learner pulls and reads each round, the cancelled too (a read
-        # under way when the round closes runs to its end, into the next): a
-        # node's resource that all its learners' pulls and reads hold (its
-        # disk, a shared host link) is a bound on the round
+    if not _ideal(scenario):
+        # every learner pulls and reads each round, the cancelled too, and
+        # k-batch-sync's stepping again cancelled at the round's close too (a
+        # read under way when the round closes runs to its end, into the
+        # next): a node's resource that all its learners' pulls and reads
+        # hold (its disk, a shared host link) is a bound on the round
         turn = _busiest_turn(topo, loop_.reply + loop_.before)
         node_paced = turn > steady
         if node_paced:
             steady = turn
             epoch_law += ("; every learner's pull and read through its node's busiest resource "
                           "each round, slower")
-    if not _ideal(scenario):
         # the server's port cannot send every learner the weights within a
         # round: it is never idle, and a round's first pull waits out the
         # one under way when it publishes (half a pull on average)

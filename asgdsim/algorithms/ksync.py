@@ -20,9 +20,10 @@ time, then the update. With ideal communication:
   (P(N_1(t) >= j) = F_j(t), the law of j steps summed).
 
 With modelled communication a round is walked as ``sync``'s is (pulls,
-reads, then the first K arrivals queued at the server's port); K-sync's
-cancelled learners pull and read each round too, so what a node's learners
-hold of its busiest resource (its disk) is a bound on the round. A pull
+reads, then the first K arrivals queued at the server's port); the
+cancelled learners of both kinds pull and read each round too, so what a
+node's learners hold of its busiest resource (its disk) is a bound on the
+round. A pull
 serves the weights the server holds when its transfer starts; one under way
 when a round closes is done again. Where the server's port cannot send every
 learner the weights within a round it is never idle, and a round's first
@@ -159,7 +160,12 @@ def predict(scenario, costs):
         # next): a node's resource that all its learners' pulls and reads
         # hold (its disk, a shared host link) is a bound on the round
         turn = _busiest_turn(topo, loop_.reply + loop_.before)
-        node_paced = turn > steady
+        # (k-batch-sync's learners step again and again within a round: where
+        # the server's port cannot send every learner the weights in the
+        # node's round, only those it reaches read again, and its own
+        # estimate stands)
+        node_paced = turn > steady and not (batch and L * topo.message_s(
+            loop_, "server_port_out") >= turn)
         if node_paced:
             steady = turn
             epoch_law += ("; every learner's pull and read through its node's busiest resource "

@@ -988,7 +988,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     p = topo.learners
     # sync's ``overlap: backward``: each step's after-stages start this part
     # of the step before its end
-    shares = np.array(overlap_shares(sc))
+    shares = overlap_shares(sc)
     # local SGD: a round is ``period`` steps of each learner, then the averaging
     if topo.blocks or len(set(costs.group_computes)) > 1 or sc.faults.slow_learners is not None:
         # groups of different nodes or steps, or slow learners: each learner
@@ -1001,7 +1001,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
                                       aggregate_s, period, shares=shares)
     else:
         first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period,
-                                            share=float(shares[0]))
+                                            share=0.0 if shares is None else float(shares[0]))
     # fixed steps walk every part of every message (_sync_rounds), booked as
     # the simulator books them, so the shards' coupling is in the walk
     coupled = topo.servers > 1 and not _ideal(sc) and not (
@@ -1343,7 +1343,6 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
     ready time plus its own law's draw, the ready times bucketed (at most
     64 a group) so that the order statistics stay a few hundred columns."""
     p = topo.learners
-    shards = topo.instances("server_port_in")
     block = np.array([topo.block_of(i) for i in range(p)])
     each = [loop.with_before_repeated(period) for loop in loops]
     busiest_in, busiest_out = (topo.busiest_share(port) for port in ("server_port_in",

@@ -60,12 +60,8 @@ def on_tensor_cores(gpu: GpuSpec, precision: str) -> bool:
 
 def matmul_peak(gpu: GpuSpec, precision: str) -> float:
     """FLOP/s a matrix-multiply kernel peaks at on ``gpu`` in ``precision``."""
-    tensor = gpu.peak_tensor_flops
-    arch = gpu.architecture.lower()
+    if on_tensor_cores(gpu, precision):
+        return gpu.peak_tensor_flops * (TF32_OF_FP16 if precision == "tf32" else 1.0)
     if precision == "fp16":
-        if tensor is not None:
-            return tensor
         return gpu.peak_fp16_flops or gpu.peak_flops
-    if tensor is not None and arch in TF32_BF16:
-        return tensor * (TF32_OF_FP16 if precision == "tf32" else 1.0)
     return gpu.peak_flops

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
+
 from ..specs import Count, _Spec
 from ..structure import Loop, stages
 from .kind import Kind
@@ -45,21 +47,21 @@ class SyncSpec(Shards):
     split: Literal["even", "round-robin", "greedy"] = "even"
 
 
-def overlap_shares(scenario) -> list[float]:
+def overlap_shares(scenario) -> np.ndarray | None:
     """Each learner's part of its step that its gradient's way to the server
-    runs beside: the backward pass's share of a step on its GPU (0 without
-    ``overlap: backward``). The last layers' gradients (the network's first
-    layers, a sliver of its weights) are taken to leave with the rest."""
+    runs beside: the backward pass's share of a step on its GPU (None
+    without ``overlap: backward``). The last layers' gradients (the
+    network's first layers, a sliver of its weights) are taken to leave with
+    the rest."""
     cluster = scenario.cluster
     # (allreduce's ``overlap`` is its collective's, in its aggregate_s)
     if scenario.algorithm.kind != "sync" or scenario.algorithm.overlap != "backward":
-        return [0.0] * cluster.learners
+        return None
     from .allreduce import backward_share
     if not cluster.groups:
-        return [backward_share(scenario)] * cluster.learners
-    return [backward_share(scenario, group.gpu)
-            for group, learners in zip(cluster.groups, cluster.group_learners)
-            for _ in range(learners)]
+        return np.full(cluster.learners, backward_share(scenario))
+    return np.repeat([backward_share(scenario, group.gpu) for group in cluster.groups],
+                     cluster.group_learners)
 
 
 def message_part_s(scenario, c) -> float:
@@ -116,8 +118,10 @@ def build_with(server_of, name: str = "server"):
 
         server = server_of(env, weights, recorder, costs, scenario.cluster.learners)
         cluster = wire(env, scenario, costs, seed, name, server, ServerLearner)
-        for learner, share in zip(cluster.learners, overlap_shares(scenario)):
-            learner.overlap_share = share
+        shares = overlap_shares(scenario)
+        if shares is not None:
+            for learner, share in zip(cluster.learners, shares):
+                learner.overlap_share = float(share)
         return cluster
     return build
 

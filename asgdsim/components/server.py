@@ -205,7 +205,7 @@ class ServerLearner:
     def run(self) -> Generator:
         env, server, before, after, reply = self.env, self.server, self.before, self.after, self.reply
         next_compute, index, sub_batch, clock = self.compute.__next__, self.index, self.sub_batch, self.clock
-        timeout = env.timeout
+        timeout, share = env.timeout, self.overlap_share
         version = self.start_version
         admission = getattr(server, "admission", None)
         if admission is not None and (joined := admission(index)) is not None:
@@ -222,8 +222,8 @@ class ServerLearner:
             if before:
                 yield from run_stages(env, before)
             step = next_compute()
-            lead = step * self.overlap_share
-            if lead and after:
+            if share and after:
+                lead = step * share
                 # the gradient's way out beside the backward pass (sync's
                 # ``overlap: backward``): the step is done when both are
                 yield timeout(step - lead)

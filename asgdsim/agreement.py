@@ -9,8 +9,9 @@ compute (kernel table, roofline or any time law), jitter (none included),
 communication (modelled or ideal), SPRINT's fixed cycle, run length from
 a few steps per learner to many epochs, (on a fifth of the draws of
 several nodes, from a stream of their own) a fat tree, (on a fifth of
-the modelled draws) input from the page cache or already on the GPU, and
-(on sync draws, from a stream of their own) TensorFlow's gradients sent
+the modelled draws) input from the page cache or already on the GPU, (on
+two fifths of the modelled draws) uint8 pixels or stored samples copied to
+the GPU, and (on sync draws, from a stream of their own) TensorFlow's gradients sent
 during the backward pass and shards of whole tensors.
 ``check`` simulates one and sets its figures beside the closed form's.
 ``--misbehaving`` draws the same scenarios with failures (of learners or
@@ -176,6 +177,11 @@ def random_scenario(rng: np.random.Generator, index: int = 0, misbehaving: bool 
     source = np.random.default_rng([data["seed"], 4]).random()
     if not ideal and source < 0.2:
         data["workload"]["input"] = "cached" if source < 0.1 else "synthetic"
+    # what the input pipeline copies to the GPU: uint8 pixels or the stored
+    # samples on a fifth of the modelled draws each, from a stream of its own
+    copied = np.random.default_rng([data["seed"], 6]).random()
+    if not ideal and copied < 0.4:
+        data["workload"]["input_copy"] = "uint8" if copied < 0.2 else "encoded"
     # TensorFlow's ways on a sync draw, from a stream of their own too: the
     # gradient sent during the backward pass on a quarter, whole tensors on
     # half of the sharded ones

@@ -34,8 +34,8 @@ __all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
 
 #: FP32 weights, gradients and momentum
 BYTES_PER_PARAMETER = 4
-#: bytes of one decoded input value copied to the GPU
-BYTES_PER_INPUT_VALUE = 4
+#: bytes of one decoded input value copied to the GPU (workload.input_copy)
+BYTES_PER_INPUT_VALUE = {"float32": 4, "uint8": 1}
 
 
 class ComputeCost(Protocol):
@@ -249,9 +249,11 @@ def costs_of(scenario: Scenario) -> Costs:
         return Costs(compute, weights, 0.0, 0.0, 0.0, 0.0, 0.0, cycle, 0.0, cycle, 0.0, 0.0,
                      group_computes=groups)
     host, memory_bw = cluster.host_link, cluster.host_memory_bandwidth
-    batch_input = work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE
-    copied = work.input != "synthetic"      # synthetic input is neither read nor copied
     sample_bytes = work.sub_batch * work.sample_bytes
+    # the host link carries the stored samples where the GPU decodes them
+    batch_input = sample_bytes if work.input_copy == "encoded" else \
+        work.sub_batch * math.prod(work.model.input_shape) * BYTES_PER_INPUT_VALUE[work.input_copy]
+    copied = work.input != "synthetic"      # synthetic input is neither read nor copied
     # from disk, or from the page cache: a copy in the node's memory (read and write)
     read_s = (sample_bytes / cluster.disk_bandwidth if work.input == "real" else
               cpu_pass_time(sample_bytes, memory_bw, streams=2) if work.input == "cached" else 0.0)

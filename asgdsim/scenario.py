@@ -53,6 +53,13 @@ class Workload(_Spec):
     #: (tf_cnn_benchmarks' synthetic data, a tf.Variable on the device), so
     #: neither happens
     input: Literal["real", "cached", "synthetic"] = "real"
+    #: what crosses the host link for each sample: float32, the finished
+    #: tensor at 4 bytes a value (the host decodes and preprocesses:
+    #: tf.data, tf_cnn_benchmarks); uint8, the decoded crop at a byte a value,
+    #: which the GPU normalises (DALI's CPU backend); encoded, the stored
+    #: sample (``sample_bytes``), which the GPU decodes (DALI's GPU backend,
+    #: nvJPEG; its decoding kernels are not priced)
+    input_copy: Literal["float32", "uint8", "encoded"] = "float32"
     #: fp32; tf32 (Ampere+ tensor cores); fp16 or bf16 mixed precision (see precision.py)
     precision: Precision = "fp32"
     #: the activations' memory layout: nhwc (channels last), or nchw, whose

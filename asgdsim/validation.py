@@ -19,6 +19,17 @@ as NVIDIA's TensorFlow ResNet-50 does (utils/cmdline_helper.py @0663b67);
 NVIDIA's MXNet runner sets NHWC layouts for float16 only
 (MxNet/Classification/RN50v1.5/runner), and its PyTorch ``configs.yml``
 ``memory_format: nhwc`` for AMP only (PyTorch/Classification/ConvNets @097c7ff).
+``input_copy`` is what crosses each GPU's host link, from the same code:
+TensorFlow's input pipelines decode and resize on the host and hand over
+float32 images (tf_cnn_benchmarks' preprocessing; NVIDIA's TensorFlow
+ResNet-50 without ``--use_dali``, utils/image_processing.py: bilinear
+``resize_images`` returns float32); NVIDIA's PyTorch runs take DALI's CPU
+backend by default (main.py ``--data-backend dali-cpu``; the benchmark
+configurations set none), which decodes and crops on the host and copies
+the uint8 crop that the GPU normalises (image_classification/dataloaders.py
+``self.cmnp(images.gpu())``); NVIDIA's MXNet runner takes DALI's GPU
+backend (runner ``--data-backend dali-gpu``; dali.py decodes on the
+``mixed`` device), so the stored record crosses and the GPU decodes it.
 
 Nothing in the cluster model is fitted to these rows. The framework's two
 overheads (:mod:`asgdsim.overheads`) are fitted on single-GPU FP32 steps of
@@ -49,7 +60,8 @@ TABLE = "cluster_measurements.csv"
 #: the columns of validation.csv (CONTRACT.md), then what helps read them
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
-EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "held_out", "in_fit",
+EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_copy", "held_out",
+         "in_fit",
          "method", "reference", "table"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
@@ -82,6 +94,7 @@ class Measurement:
     precision: str
     layout: str
     data: str
+    input_copy: str
     framework: str
     published_setting: str
     algorithm: str
@@ -173,7 +186,7 @@ def scenario_of(m: Measurement, tensor_shards: bool = False):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"
     workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,
-                "precision": m.precision, "layout": m.layout}
+                "precision": m.precision, "layout": m.layout, "input_copy": m.input_copy}
     if m.data != "real":
         workload["input"] = m.data
     learners = m.gpus // k
@@ -223,7 +236,7 @@ def validate(only: str | None = None, tensor_shards: bool = False):
                      "measured": m.measured, "simulated": simulated,
                      "rel_err": (simulated - m.measured) / m.measured,
                      "algorithm": m.algorithm, "precision": m.precision, "layout": m.layout,
-                     "batch_per_gpu": m.batch_per_gpu, "data": m.data,
+                     "batch_per_gpu": m.batch_per_gpu, "data": m.data, "input_copy": m.input_copy,
                      "held_out": "yes" if m.held_out else "no",
                      "in_fit": "yes" if in_fit(m, fitted) else "no", "method": method,
                      "reference": m.reference, "table": m.table})

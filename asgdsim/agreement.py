@@ -303,21 +303,28 @@ def _epoch_se(sc, cv: float, gradients: int, steps: float) -> float:
 ROUNDS = ("sync", "allreduce", "local-sgd")
 
 
-def _rounds_se(sc, law, u) -> float:
+def _rounds_se(sc, costs, u) -> float:
     """Relative standard error of a run of rounds of every learner: the sd of
-    a round (the largest of L steps, or of L sums of ``period`` steps, by
-    quadrature on the law) over the run's mean round, over sqrt(rounds). A
+    a round (the largest of L steps, or of L sums of ``period`` steps, each
+    learner's by its own law: a slow learner's spread is its round's, by
+    quadrature) over the run's mean round, over sqrt(rounds). A
     straggler in one round of twenty moves the run by as much as the
-    renewal spread of all its gradients; taken from the law, not the run's
+    renewal spread of all its gradients; taken from the laws, not the run's
     rounds, which may hold none."""
-    learners, rounds = sc.cluster.learners, len(u)
-    if rounds < 1 or learners < 1 or law.std == 0:
+    from .costs import learner_classes
+
+    classes = [(law, n) for group in learner_classes(sc, costs) for law, n in group.items()]
+    rounds = len(u)
+    if rounds < 1 or not classes or all(law.std == 0 for law, _ in classes):
         return 0.0
     period = getattr(sc.algorithm, "period", 1)
     if period > 1:
-        law = law.sum_of(period)
-    grid = np.linspace(law.ppf(1e-9), law.ppf(1.0 - 1e-12), 8001)
-    largest = np.clip(law.cdf(grid), 0.0, 1.0) ** learners
+        classes = [(law.sum_of(period), n) for law, n in classes]
+    grid = np.linspace(min(law.ppf(1e-9) for law, _ in classes),
+                       max(law.ppf(1.0 - 1e-12) for law, _ in classes), 8001)
+    largest = np.ones_like(grid)
+    for law, n in classes:
+        largest *= np.clip(law.cdf(grid), 0.0, 1.0) ** n
     mean = grid[-1] - np.trapezoid(largest, grid)
     second = grid[-1] ** 2 - np.trapezoid(2 * grid * largest, grid)
     sd = math.sqrt(max(second - mean ** 2, 0.0))
@@ -368,7 +375,7 @@ def check(data: dict) -> dict:
     # means are series of correlated values (batch means)
     epoch_se = _epoch_se(sc, cv, len(g), steps)
     if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind == "k-sync" and sc.algorithm.k == learners):
-        epoch_se = max(epoch_se, _rounds_se(sc, res.costs.compute, u))
+        epoch_se = max(epoch_se, _rounds_se(sc, res.costs, u))
     # the run ends on an update, so which update grid point (SPRINT's
     # cycle, another kind's mean spacing of updates) holds the last
     # gradient it needs rounds its end: sd 1 / sqrt(12) of a spacing, which

@@ -11,12 +11,14 @@ small step noise).
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from asgdsim import simulate
 from asgdsim.agreement import check, draw, random_scenario, report, run_suite
+from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
 
 SCENARIOS, SEED = 200, 0
@@ -93,8 +95,42 @@ def test_a_run_of_rounds_spreads_as_its_largest_steps():
     mean = m * sum(1 / i for i in range(1, learners + 1))
     sd = m * math.sqrt(sum(1 / i**2 for i in range(1, learners + 1)))
     u = pd.DataFrame({"t": mean * np.arange(1, rounds + 1)})
-    got = _rounds_se(sc, Law("exponential", "expon", scale=m), u)
+    got = _rounds_se(sc, replace(costs_of(sc), compute=Law("exponential", "expon", scale=m)), u)
     assert got == pytest.approx(sd / mean / math.sqrt(rounds), rel=1e-4)
+
+
+def test_a_slow_learner_spreads_the_rounds_by_its_own_law():
+    # 6 learners of exponential steps, mean 0.5 s, learner 0 twice as slow:
+    # a round is the largest of the six, whose spread is mostly the slow
+    # one's (agreement draw seed 3 random-92, shifted: local SGD with a slow
+    # learner, 35 rounds, 9 % apart and unlabelled against a bound taken
+    # from the others' law). Against 400,000 seeded rounds: the sd of a
+    # sample that large is within 0.5 % of the law's
+    import math
+
+    import pandas as pd
+
+    from asgdsim.agreement import _rounds_se
+    from asgdsim.distributions import Law
+
+    learners, rounds, m = 6, 25, 0.5
+    sc = scenario_from_dict({"name": "slow", "workload": {"model": "alexnet", "sub_batch": 32,
+                                                         "dataset_samples": 6400},
+                             "cluster": {"gpu": "V100", "gpus_per_node": learners, "nodes": 1,
+                                         "network": "ib-edr"},
+                             "algorithm": {"kind": "sync"},
+                             "faults": {"slow_learners": {"learners": [0], "slowdown": 2.0}}})
+    costs = replace(costs_of(sc), compute=Law("exponential", "expon", scale=m))
+    steps = np.random.default_rng(11).exponential(m, size=(400_000, learners))
+    steps[:, 0] *= 2
+    largest = steps.max(axis=1)
+    mean = largest.mean()
+    u = pd.DataFrame({"t": mean * np.arange(1, rounds + 1)})
+    expected = largest.std() / mean / math.sqrt(rounds)
+    assert _rounds_se(sc, costs, u) == pytest.approx(expected, rel=0.005)
+    # the others' law alone understates it by a third
+    alone = _rounds_se(sc.model_copy(update={"faults": type(sc.faults)()}), costs, u)
+    assert alone < 0.7 * expected
 
 
 def test_a_run_of_few_updates_is_rounded_to_the_update_grid():

@@ -374,7 +374,8 @@ def check(data: dict) -> dict:
     # n-th gradient, whose relative spread is cv / sqrt(n) (renewal CLT); the
     # means are series of correlated values (batch means)
     epoch_se = _epoch_se(sc, cv, len(g), steps)
-    if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind == "k-sync" and sc.algorithm.k == learners):
+    if sc.algorithm.kind in ROUNDS or (sc.algorithm.kind in ("k-sync", "k-async")
+                                       and sc.algorithm.k == learners):
         epoch_se = max(epoch_se, _rounds_se(sc, res.costs, u))
     # the run ends on an update, so which update grid point (SPRINT's
     # cycle, another kind's mean spacing of updates) holds the last

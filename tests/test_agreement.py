@@ -154,3 +154,26 @@ def test_a_run_of_few_updates_is_rounded_to_the_update_grid():
     assert row["epoch_time_bound"] >= BOUNDS["epoch_time"] + Z * cycle / math.sqrt(12) / t_end
     # (the steps' noise alone gave a bound of 6.1 %, and the run is 6.4 % off)
     assert row["agrees"]
+
+
+def test_k_async_of_every_learner_is_bounded_as_rounds():
+    # K = L is sync: each update waits for every learner, so a run of few
+    # rounds spreads by the largest step's sd over sqrt(rounds), not by the
+    # renewal spread of its gradients (agreement draw seed 18 random-176,
+    # shifted: 133 learners, lognormal steps of cv 1.1, 16 rounds, 12.5 %
+    # apart against a bound without it)
+    from asgdsim.agreement import BOUNDS, Z, _rounds_se
+
+    data = {"name": "k-is-l", "seed": 5,
+            "workload": {"model": "alexnet", "dataset_samples": 2560, "sub_batch": 16},
+            "cluster": {"gpu": "V100", "gpus_per_node": 16, "nodes": 1, "network": "ib-edr"},
+            "algorithm": {"kind": "k-async", "k": 16},
+            "timing": {"compute": {"distribution": "lognormal", "mean": "30 ms", "cv": 1.1},
+                       "communication": "ideal"},
+            "stop": {"epochs": 1.0}}
+    row = check(data)
+    sc = scenario_from_dict(data, source="k-is-l")
+    res = simulate(sc)
+    rounds = _rounds_se(sc, res.costs, res.updates)
+    assert rounds > 0.02
+    assert row["epoch_time_bound"] >= BOUNDS["epoch_time"] + Z * rounds - 1e-12

@@ -158,3 +158,29 @@ def test_a_saturated_servers_cpu_holds_the_fetches():
     assert abs(pred.staleness.mean - staleness.mean()) <= \
         0.05 * staleness.mean() + 3 * batch_means_se(staleness)
     assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=0.05)
+
+
+def test_a_saturated_servers_port_holds_the_messages_after_their_steps():
+    # 12 A100 learners, VGG-11's 531 MB messages through one server port on
+    # QDR InfiniBand (133 ms each), n_fetch 3 and n_push 2: the port takes
+    # the messages back to back, so a message waits its turn after the steps
+    # it carries, and a gradient's read-to-apply interval holds that wait at
+    # its push. Spread over the steps instead, the staleness came out 14.8
+    # against 17.0 simulated (agreement draw seed 7 random-107, shifted,
+    # unlabelled). Approximation: within 3 %, plus the sample's error
+    from conftest import batch_means_se
+
+    sc = scenario_from_dict({
+        "name": "port-bound-downpour", "seed": 2076703823,
+        "workload": {"model": "vgg11", "dataset_samples": 768000, "sub_batch": 64},
+        "cluster": {"gpu": "A100", "network": "ib-qdr", "gpus_per_node": 3,
+                    "host_link": "pcie4-x16", "nodes": 4},
+        "algorithm": {"kind": "downpour", "n_fetch": 3, "n_push": 2},
+        "timing": {"compute": {"distribution": "gamma", "mean": "11.65 ms", "cv": 0.057},
+                   "communication": "modelled"},
+        "stop": {"updates": 6000}})
+    res, pred = simulate(sc), predict(sc)
+    assert pred.bound == "server_port_in"
+    staleness = res.gradients["staleness"].to_numpy(dtype=float)[1000:]
+    assert abs(pred.staleness.mean - staleness.mean()) <= \
+        0.03 * staleness.mean() + 3 * batch_means_se(staleness)

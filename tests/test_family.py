@@ -161,6 +161,25 @@ def test_k_batch_async_pushers_at_a_saturated_port_read_before_the_batchs_update
     assert abs(staleness.mean() - pred.staleness.mean) <= Z * batch_means_se(staleness) + 0.01
 
 
+def test_k_batch_sync_learners_that_share_a_host_link_queue_there_at_their_first_push():
+    # 4 P100s, two to a PCIe link (dgx1-p100 with 2 GPUs a node), K = 4:
+    # after a publication a node's two learners start together and push
+    # together, so one waits out the other's gradient copy (15.5 ms of a 89
+    # ms cycle) every round; the walk of their reads alone left that out
+    # (agreement draw seed 15 random-137, shifted: 7.1 % apart, unlabelled).
+    # Fixed steps: no sample error; the renewal's K-th event is the
+    # approximation, held to 3 % (it was 7.9 % off)
+    data = {"name": "shared-link", "seed": 26160748,
+            "workload": {"model": "caffenet", "dataset_samples": 93440, "sub_batch": 16},
+            "cluster": {"machine": "dgx1-p100", "gpus_per_node": 2, "nodes": 2},
+            "algorithm": {"kind": "k-batch-sync", "k": 4},
+            "timing": {"compute": "table", "jitter": "none", "communication": "modelled"},
+            "stop": {"gradients": 2920}}
+    sc = scenario_from_dict(data, source=data["name"])
+    res, pred = simulate(sc), predict(sc)
+    assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=0.03)
+
+
 def test_k_sync_round_is_the_kth_order_statistic():
     # exponential steps: every round is the K-th of L fresh exponentials,
     # m (H_L - H_{L-K}), variance m^2 sum 1/(L-i)^2; rounds independent

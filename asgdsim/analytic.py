@@ -1008,14 +1008,8 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         first, steady, exact = rounds(topo, loops_of(sc, costs), learner_laws(sc, costs),
                                       aggregate_s, period, shares=shares)
     else:
-        # the run's rounds where its stop counts them (a walk that does not
-        # settle follows the run's own rounds)
-        target = run.target_gradients
-        horizon = (math.ceil(target / (p * period)) if target < math.inf
-                   else run.updates or None)
         first, steady, exact = _sync_rounds(topo, loop, law, aggregate_s, period,
-                                            share=0.0 if shares is None else float(shares[0]),
-                                            horizon=horizon)
+                                            share=0.0 if shares is None else float(shares[0]))
     # fixed steps walk every part of every message (_sync_rounds), booked as
     # the simulator books them, so the shards' coupling is in the walk
     coupled = topo.servers > 1 and not _ideal(sc) and not (
@@ -1024,8 +1018,9 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     # but through shards across a fat tree's leaves the walk's first round
     # only is the simulator's: from the second on, which part waits at a
     # leaf's link for which follows ties the walk breaks otherwise (192 fixed
-    # steps, two colocated shards, leaves of two nodes: 110 s simulated, 109
-    # walked, and a run's rounds 83 against 89 s)
+    # steps, two colocated shards, leaves of two nodes: the second round 110 s
+    # simulated, 109 walked; the run's rounds settle to 83 s, the walk's to
+    # 89, and the mean of the twelve walked, 95.6, is 15 % off the run's)
     across = (topo.servers > 1 and bool(topo.nodes_per_switch) and not _ideal(sc)
               and bool(topo.fabric_demands(loop.stages)))
     exact = exact and not across
@@ -1051,8 +1046,8 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
                              "exact: fixed-time steps, their round schedule"
                              if law.is_constant and exact else
                              "approximation: fixed-time steps, their round schedule walked "
-                             f"(the run's rounds, up to {WANDERING_ROUNDS}, where the learners' "
-                             "order does not repeat; beyond the learners walked, a progression)"
+                             f"(the mean of {SETTLING_ROUNDS} rounds where the learners' order "
+                             "does not repeat; beyond the learners walked, a progression)"
                              if law.is_constant else
                              "approximation: the round's schedule with the compute of each "
                              "learner at its expected order statistic"
@@ -1078,7 +1073,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
 
 def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
                  period: int = 1, k: int | None = None,
-                 share: float = 0.0, horizon: int | None = None) -> tuple[float, float, bool]:
+                 share: float = 0.0) -> tuple[float, float, bool]:
     """(first round, a later round, whether exact): from the weights published
     (or time 0) to the next publication. The round closes at its ``k``-th
     gradient (all learners' by default; ``k-sync`` cancels the rest).
@@ -1186,7 +1181,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
                     rank[np.argsort(pushed, kind="stable")])
         return float(_fifo_done(queue, message * remote[rank][:k])) + update_s, rank
 
-    first, later, settled = _settled(one_round, before, reply, law.is_constant, horizon)
+    first, later, settled = _settled(one_round, before, reply, law.is_constant)
     return first, later, exact and settled
 
 
@@ -1261,50 +1256,32 @@ def _queue_spread(starts: np.ndarray, law: Law, lags: np.ndarray, services: np.n
     return max(0.0, float(done - at_means))
 
 
-def _settled(one_round, before: list, reply: list, fixed: bool = True,
-             horizon: int | None = None) -> tuple[float, float, bool]:
+def _settled(one_round, before: list, reply: list,
+             fixed: bool = True) -> tuple[float, float, bool]:
     """(the first round, a later one, whether the rounds repeat):
     ``one_round(stages, order)`` walks a round from the learners' stages in
     the order their pulls are served and returns its length and the next
     order. With fixed steps the order settles in a few rounds (a round as
     long as the last in another order may lead to a different one), or
     cycles, and the cycle's mean round is the run's; where it wanders
-    (shards across a fat tree's leaves) the rounds are walked on, up to
-    the run's ``horizon`` rounds (``WANDERING_ROUNDS`` at most), and the
-    later round is the mean of the run's: the first rounds after the
-    in-phase start are longer while the order sorts itself out, for tens of
-    rounds (192 learners, two shards on leaves of two nodes: 86, 110, 109,
-    109, 109, 106, 101, 96... 88 s simulated, 83 from the 30th round on);
-    past the rounds walked, the mean of their later half. With random steps
-    the walk is at expected times, its order an approximation anyway: the
-    mean of a few rounds."""
+    (shards across a fat tree's leaves) the mean of the rounds walked stands
+    for it. With random steps the walk is at expected times, its order an
+    approximation anyway: the mean of a few rounds."""
     p = len(before)
     first, order = one_round(before, np.arange(p))
-    limit = SETTLING_ROUNDS if fixed else RANDOM_SETTLING_ROUNDS
-    if fixed and horizon is not None:
-        limit = max(limit, min(horizon - 1, WANDERING_ROUNDS))
     rounds, seen = [], {order.tobytes(): 0}
-    for _ in range(limit):
+    for _ in range(SETTLING_ROUNDS if fixed else RANDOM_SETTLING_ROUNDS):
         duration, order = one_round([reply[i] + before[i] for i in range(p)], order)
         rounds.append(duration)
         again = seen.setdefault(order.tobytes(), len(rounds))
         if again < len(rounds):
             # the orders from round ``again`` on repeat: their rounds' mean
             return first, float(np.mean(rounds[again:])), True
-    if not fixed:
-        return first, float(np.mean(rounds)), False
-    steady = float(np.mean(rounds[len(rounds) // 2:]))
-    if horizon is None or horizon <= 1:
-        return first, steady, False
-    # the run's rounds after the first: those walked, then the steady mean
-    walked = rounds[:horizon - 1]
-    return first, (sum(walked) + (horizon - 1 - len(walked)) * steady) / (horizon - 1), False
+    return first, float(np.mean(rounds)), False
 
 
 #: rounds walked at most for the learners' order to settle, with fixed and random steps
 SETTLING_ROUNDS, RANDOM_SETTLING_ROUNDS = 12, 3
-#: rounds of a run walked at most where fixed steps' order does not settle
-WANDERING_ROUNDS = 64
 
 
 def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law], update_s: float,

@@ -143,8 +143,7 @@ def test_k_batch_async_pushers_at_a_saturated_port_read_before_the_batchs_update
     # message, its update 23.5 ms: the pusher after a batch's last reads
     # while that batch's update applies, one version short (agreement draw
     # seed 6 random-139, shifted: 3.5 closed form against 4.0 simulated,
-    # unlabelled). Labelled (which pusher misses it is the ports'
-    # schedule's), the mean within the sample's error
+    # unlabelled): the mean within the sample's error
     data = {"name": "port-bound", "seed": 1551473520,
             "workload": {"model": "resnet152", "dataset_samples": 320288, "sub_batch": 16},
             "cluster": {"gpu": "M60", "network": "ib-edr", "gpus_per_node": 8,
@@ -156,7 +155,7 @@ def test_k_batch_async_pushers_at_a_saturated_port_read_before_the_batchs_update
             "stop": {"epochs": 0.5}}
     sc = scenario_from_dict(data, source=data["name"])
     res, pred = simulate(sc), predict(sc)
-    assert "server's port sets the pace" in pred.outside_assumptions
+    assert "1 of every 2 pushers" in pred.laws["staleness"]
     staleness = res.gradients["staleness"].to_numpy()[500:]
     assert abs(staleness.mean() - pred.staleness.mean) <= Z * batch_means_se(staleness) + 0.01
 

@@ -134,7 +134,9 @@ def predict(scenario, costs):
             # way out (its port, or a fat tree's slower leaf link) sends the
             # weights one learner after another at its own pace: each
             # learner in turn is ready at the later of the two
-            walked = np.sort(_walked_ready(topo, loop_, law.mean)) - law.mean - own
+            # (the push itself queues at the server's port, below)
+            push = topo.unhindered_s(_push_of(loop_))
+            walked = np.sort(_walked_ready(topo, loop_, law.mean)) + push - law.mean - own
             ready = np.maximum(walked, reply - out + out * np.arange(1, L + 1)) - stretch
         else:
             ready = (reply - stretch, out, L)
@@ -245,12 +247,18 @@ def _busiest_turn(topo, stages) -> float:
     return max(held.values(), default=0.0)
 
 
+def _push_of(loop_) -> tuple:
+    """The loop's push to the server (its last stage after the step), or none."""
+    return loop_.after[-1:] if loop_.after and loop_.after[-1].name == "push" else ()
+
+
 def _walked_ready(topo, loop_, step: float) -> np.ndarray:
-    """When the learners' first gradients after a publication are through,
-    in the order the weights go out (not by learner): their pulls and
-    reads, a step of ``step`` and the stages after it, walked together
-    (skeleton.py), first come first served (a node's learners that start
-    together push together, and queue at what they share)."""
+    """When the learners' first gradients after a publication are ready to
+    push, in the order the weights go out (not by learner): their pulls and
+    reads, a step of ``step`` and the stages after it up to the push,
+    walked together (skeleton.py), first come first served (a node's
+    learners that start together copy their gradients out together, and
+    queue at what they share)."""
     from collections import Counter
 
     from ..analytic import _resolved
@@ -266,8 +274,9 @@ def _walked_ready(topo, loop_, step: float) -> np.ndarray:
         turn.append(asked[node])
         asked[node] += 1
     order = sorted(range(topo.learners), key=lambda i: (turn[i], nodes[i]))
+    to_push = loop_.after[:len(loop_.after) - len(_push_of(loop_))]
     stages = [_resolved(topo, loop_.reply + loop_.before, i) + [((), step)]
-              + _resolved(topo, loop_.after, i) for i in order]
+              + _resolved(topo, to_push, i) for i in order]
     ends = Skeleton().walk(np.zeros(topo.learners), stages)
     # each row's last stage ended last (NaN past a learner's own stages)
     return np.nan_to_num(np.fmax.reduce(ends, axis=1), nan=0.0) if ends.size else np.zeros(len(stages))

@@ -44,13 +44,17 @@ class Skeleton:
     A fat tree's up- and down-links (structure.FABRIC, named after the ports
     in a stage) serve a transfer in ``share`` of its time, each in its own
     FIFO order from the moment the ports start it, as the simulator's
-    link.Path does."""
+    link.Path does.
 
-    def __init__(self, share: float = 0.0) -> None:
+    Stages that end at one instant go on in the order they were scheduled,
+    as the simulator's events do; ``last_first`` takes them the other way,
+    which tells whether a schedule hangs on its ties."""
+
+    def __init__(self, share: float = 0.0, last_first: bool = False) -> None:
         #: each resource's bookings (booking.py: the simulator's links book alike)
         self.booked: dict[str, Booking] = defaultdict(Booking)
         self.share = share
-        self._seq = 0
+        self._seq, self._order = 0, -1 if last_first else 1
 
     def walk(self, starts: Sequence[float], stages: Sequence[Sequence[Walk]]) -> np.ndarray:
         """Learner i starts at ``starts[i]`` (ties in index order) and goes
@@ -87,7 +91,7 @@ class Skeleton:
         return ends
 
     def _next(self) -> int:
-        self._seq += 1
+        self._seq += self._order
         return self._seq
 
 

@@ -144,3 +144,11 @@ def test_sharded_rounds_are_not_chaotic():
     # (held idle, the noise doubled the epoch; booked, it moves it 0.1 %)
     assert noisy["epoch_time_sim"] == pytest.approx(fixed["epoch_time_sim"], rel=0.005)
     assert noisy["epoch_time_closed"] == pytest.approx(noisy["epoch_time_sim"], rel=0.01)
+
+
+def test_ties_go_in_the_order_asked_or_the_other_way():
+    # two learners ask for one link at the same instant: the first asked is
+    # served first, as the simulator's events are; last_first turns that round
+    stages = [[(("link",), 1.0)], [(("link",), 1.0)]]
+    assert Skeleton().walk([0.0, 0.0], stages)[:, 0].tolist() == [1.0, 2.0]
+    assert Skeleton(last_first=True).walk([0.0, 0.0], stages)[:, 0].tolist() == [2.0, 1.0]

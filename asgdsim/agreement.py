@@ -10,9 +10,9 @@ communication (modelled or ideal), SPRINT's fixed cycle, run length from
 a few steps per learner to many epochs, (on a fifth of the draws of
 several nodes, from a stream of their own) a fat tree, (on a fifth of
 the modelled draws) input from the page cache or already on the GPU, (on
-two fifths of the modelled draws) uint8 pixels or stored samples copied to
-the GPU, and (on sync draws, from a stream of their own) TensorFlow's gradients sent
-during the backward pass and shards of whole tensors.
+two fifths of the modelled draws) uint8 pixels or stored samples copied
+to the GPU, and (on sync draws, from a stream of their own) TensorFlow's
+gradients sent during the backward pass and shards of whole tensors.
 ``check`` simulates one and sets its figures beside the closed form's.
 ``--misbehaving`` draws the same scenarios with failures (of learners or
 nodes) or mixed nodes (``cluster.groups``) on every one: the closed form is

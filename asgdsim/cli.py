@@ -739,6 +739,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input(row) -> str:
+    """A row's input and, where it is copied, what crosses: real/u8, cach/enc."""
+    short = {"float32": "f32", "uint8": "u8", "encoded": "enc"}[row.input_copy]
+    return row.data[:4] if row.data == "synthetic" else f"{row.data[:4]}/{short}"
+
+
 def validation_text(table) -> str:
     """Every row's error, then the medians per system, GPU, algorithm and source."""
     import pandas as pd
@@ -747,12 +753,12 @@ def validation_text(table) -> str:
 
     rows = table[table["metric"] == THROUGHPUT]
     lines = [f"{'system':<26}{'model':<11}{'batch':>6}{'GPUs':>5}{'nodes':>6}  {'algorithm':<10}"
-             f"{'prec.':<6}{'input':<6}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out"]
+             f"{'prec.':<6}{'input':<10}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out"]
     for r in rows.itertuples(index=False):
         sim = "-" if pd.isna(r.simulated) else f"{r.simulated:.1f}"
         err = r.method if pd.isna(r.rel_err) else f"{100 * r.rel_err:+.1f} %"
         lines.append(f"{r.system[:25]:<26}{r.model:<11}{r.batch_per_gpu:>6}{r.gpus:>5}{r.nodes:>6}  "
-                     f"{r.algorithm:<10}{r.precision:<6}{r.data[:4]:<6}{r.measured:>10.1f}{sim:>11}"
+                     f"{r.algorithm:<10}{r.precision:<6}{_input(r):<10}{r.measured:>10.1f}{sim:>11}"
                      f"{err:>10}  {r.held_out}")
     for metric, what in ((THROUGHPUT, "throughput (samples/s)"),
                          (SPEEDUP, "speed-up over one GPU of the same table")):

@@ -106,8 +106,6 @@ def test_a_slow_learner_spreads_the_rounds_by_its_own_law():
     # learner, 35 rounds, 9 % apart and unlabelled against a bound taken
     # from the others' law). Against 400,000 seeded rounds: the sd of a
     # sample that large is within 0.5 % of the law's
-    import math
-
     import pandas as pd
 
     from asgdsim.agreement import _rounds_se
@@ -161,7 +159,8 @@ def test_k_async_of_every_learner_is_bounded_as_rounds():
     # rounds spreads by the largest step's sd over sqrt(rounds), not by the
     # renewal spread of its gradients (agreement draw seed 18 random-176,
     # shifted: 133 learners, lognormal steps of cv 1.1, 16 rounds, 12.5 %
-    # apart against a bound without it)
+    # apart against a bound without it). Here 16 learners, 10 rounds: the
+    # rounds' spread is twice the renewal one
     from asgdsim.agreement import BOUNDS, Z, _rounds_se
 
     data = {"name": "k-is-l", "seed": 5,

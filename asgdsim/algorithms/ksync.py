@@ -130,13 +130,14 @@ def predict(scenario, costs):
             # the walk queues them at the node's links and disk, through the
             # first step (at its mean) and its pushes: a node's learners that
             # start together push together, and queue at what they share (two
-            # GPUs' host link: 7.1 -> 0.5 %, 4 P100s, K = 4); the server's
+            # GPUs' host link, 4 P100s, K = 4: 7.1 -> 0.5 %, fixed steps 7.9
+            # -> 1.4 %); the server's
             # way out (its port, or a fat tree's slower leaf link) sends the
             # weights one learner after another at its own pace: each
             # learner in turn is ready at the later of the two
             # (the push itself queues at the server's port, below)
-            push = topo.unhindered_s(_push_of(loop_))
-            walked = np.sort(_walked_ready(topo, loop_, law.mean)) + push - law.mean - own
+            walked = np.sort(_walked_ready(topo, loop_, law.mean)) - law.mean \
+                - topo.unhindered_s(loop_.before + _to_push(loop_))
             ready = np.maximum(walked, reply - out + out * np.arange(1, L + 1)) - stretch
         else:
             ready = (reply - stretch, out, L)
@@ -247,9 +248,9 @@ def _busiest_turn(topo, stages) -> float:
     return max(held.values(), default=0.0)
 
 
-def _push_of(loop_) -> tuple:
-    """The loop's push to the server (its last stage after the step), or none."""
-    return loop_.after[-1:] if loop_.after and loop_.after[-1].name == "push" else ()
+def _to_push(loop_) -> tuple:
+    """The loop's stages after the step up to its push to the server."""
+    return loop_.after[:-1] if loop_.after and loop_.after[-1].name == "push" else loop_.after
 
 
 def _walked_ready(topo, loop_, step: float) -> np.ndarray:
@@ -274,9 +275,8 @@ def _walked_ready(topo, loop_, step: float) -> np.ndarray:
         turn.append(asked[node])
         asked[node] += 1
     order = sorted(range(topo.learners), key=lambda i: (turn[i], nodes[i]))
-    to_push = loop_.after[:len(loop_.after) - len(_push_of(loop_))]
     stages = [_resolved(topo, loop_.reply + loop_.before, i) + [((), step)]
-              + _resolved(topo, to_push, i) for i in order]
+              + _resolved(topo, _to_push(loop_), i) for i in order]
     ends = Skeleton().walk(np.zeros(topo.learners), stages)
     # each row's last stage ended last (NaN past a learner's own stages)
     return np.nan_to_num(np.fmax.reduce(ends, axis=1), nan=0.0) if ends.size else np.zeros(len(stages))

@@ -63,7 +63,7 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import OUTSIDE, Run
+    from ..analytic import ALONG, OUTSIDE, Run
     from ..pmf import Pmf
 
     c, learners = batch_of(scenario), scenario.cluster.learners
@@ -86,7 +86,7 @@ def predict(scenario, costs):
     t_last = base.epoch_time_s * base.gradients * scenario.workload.sub_batch \
         / scenario.workload.dataset_samples
     missed = 0
-    if costs.server_update_s and base.bound.startswith("server_port"):
+    if costs.server_update_s and ALONG.get(base.bound, base.bound).startswith("server_port"):
         # the port spaces the pushes by its message time a: the pushers
         # i a after a batch completes (i < c), while its update (s long)
         # applies, read the weights before it
@@ -155,7 +155,7 @@ def batched_staleness(arrivals, c: int, missed: int = 0):
     values = arrivals.values
     q, t = np.divmod(values, c)
     low = np.clip(np.minimum(missed, c - t - 1), 0, None)      # r in 1..missed below c - t
-    high = np.clip(missed - np.maximum(c - t, 1) + 1, 0, None)  # r in 1..missed from c - t on
+    high = np.clip(missed + t + 1 - c, 0, None)                # r in c - t..missed
     out = np.zeros(int(q[-1]) + 3)
     np.add.at(out, q, arrivals.probs * (c - t - low) / c)
     np.add.at(out, q + 1, arrivals.probs * (t - high + low) / c)

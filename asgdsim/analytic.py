@@ -977,23 +977,24 @@ def _hangs_on_ties(topo: Topology, loop: Loop, step: float, update_s: float, n_f
     across a fat tree's leaves: 2.28 s a message in the order they asked for
     111 messages, then 2.07; 2.06 with steps of cv 0.05). Say so."""
     other = _downpour_skeleton(topo, loop, step, update_s, n_fetch, n_push, last_first=True)[0]
-    asked, reverse = _pace(pushes), _pace(other)
-    if abs(asked - reverse) <= TIED_PACES * min(asked, reverse):
-        return None
-    return (f"{OUTSIDE}: identical steps meet at what the learners share in ties, and the "
-            f"schedule's pace hangs on their order ({asked:.3g} s a message in the order the "
-            f"learners asked, {reverse:.3g} s the other way): the clock's rounding and any "
-            "step noise pick one, not the closed form")
+    return _tied(float(_paces(pushes, period_of(pushes)).mean()),
+                 float(_paces(other, period_of(other)).mean()), "the schedule's pace hangs",
+                 "a message")
 
 
 #: relative difference of two schedules' paces above which the pace hangs on ties
 TIED_PACES = 0.01
 
 
-def _pace(times: np.ndarray) -> float:
-    """The mean time between a learner's marks over the later half of a schedule."""
-    half = times.shape[1] // 2
-    return float(np.mean(times[:, -1] - times[:, half]) / max(times.shape[1] - 1 - half, 1))
+def _tied(asked: float, reverse: float, what: str, per: str) -> str | None:
+    """The label of a schedule whose pace, ``asked`` with ties in the order
+    the learners asked and ``reverse`` the other way, hangs on them."""
+    if abs(asked - reverse) <= TIED_PACES * min(asked, reverse):
+        return None
+    return (f"{OUTSIDE}: identical steps meet at what the learners share in ties, and "
+            f"{what} on their order ({asked:.3g} s {per} in the order the "
+            f"learners asked, {reverse:.3g} s the other way): the clock's rounding and any "
+            "step noise pick one, not the closed form")
 
 
 def _downpour_staleness(applies: np.ndarray, reads: np.ndarray, n_fetch: int, n_push: int,
@@ -1066,15 +1067,9 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     tied = None
     if (law.is_constant and not coupled and topo.servers > 1 and topo.nodes_per_switch
             and not _ideal(sc) and topo.fabric_demands(loop.stages)):
-        other = _sync_rounds(topo, loop, law, aggregate_s, period, share=share,
-                             last_first=True)[1]
-        if abs(other - steady) > TIED_PACES * min(other, steady):
-            exact = False
-            tied = (f"{OUTSIDE}: fixed steps through {topo.servers} shards across the fat "
-                    "tree's leaves meet at a leaf's link in ties, and the rounds hang on their "
-                    f"order ({steady:.3g} s a round in the order the learners asked, "
-                    f"{other:.3g} s the other way): the clock's rounding and any step noise "
-                    "pick one, not the closed form")
+        tied = _tied(steady, _sync_rounds(topo, loop, law, aggregate_s, period, share=share,
+                                          last_first=True)[1], "the rounds hang", "a round")
+        exact = exact and tied is None
     law = law.sum_of(period)
     per_round = p * period
     n = run.target_gradients
@@ -1157,12 +1152,11 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     if p > MAX_SKELETON_LEARNERS:
         return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
                                   update_s, k, share)
-    push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
+    push, to_push = loop.push, loop.to_push
     message = push.duration_s if push is not None else 0.0
     if push is not None and topo.nodes_per_switch:
         # or at the server's leaf's down-link, where a fat tree's is slower
         message = max(message, topo.message_s(loop, "server_port_in"))
-    to_push = loop.after[:-1] if push is not None else loop.after
     # a learner's last part for a colocated shard of its own node stays inside it
     remote = np.array([push is not None and topo.holds(push, i) is not None for i in range(p)])
     before = [_resolved(topo, loop.before, i) for i in range(p)]
@@ -1347,13 +1341,12 @@ def _mixed_sync_rounds(topo: Topology, loops: tuple[Loop, ...], laws: list[Law],
     message, before, reply, tail, shift = np.zeros(p), [], [], [], np.zeros(p)
     leads = _leads(topo, mine, [law.mean for law in laws], shares)
     for i, (loop, law) in enumerate(zip(mine, laws)):
-        push = loop.after[-1] if loop.after and loop.after[-1].name == "push" else None
+        push, to_push = loop.push, loop.to_push
         # (a part for a colocated shard of the learner's own node stays inside it)
         message[i] = topo.duration_s(push, i) if push is not None and topo.holds(push, i) else 0.0
         if message[i] and topo.nodes_per_switch:
             # or at the server's leaf's down-link, where a fat tree's is slower
             message[i] = max(message[i], topo.message_s(loop, "server_port_in"))
-        to_push = loop.after[:-1] if push is not None else loop.after
         walk = _resolved(topo, loop.before, i)
         if period > 1:
             walk = (walk + [((), law.mean)]) * (period - 1) + walk

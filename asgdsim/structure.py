@@ -107,6 +107,16 @@ class Loop:
         return self.before + self.after + self.reply
 
     @property
+    def push(self) -> Stage | None:
+        """The push to the server that ends ``after`` (its last part), if any."""
+        return self.after[-1] if self.after and self.after[-1].name == "push" else None
+
+    @property
+    def to_push(self) -> tuple[Stage, ...]:
+        """The stages after the compute up to the push."""
+        return self.after[:-1] if self.push is not None else self.after
+
+    @property
     def overhead_s(self) -> float:
         """Seconds of one step outside compute, with no contention."""
         return sum(s.duration_s for s in self.stages)

@@ -137,7 +137,7 @@ def predict(scenario, costs):
             # learner in turn is ready at the later of the two
             # (the push itself queues at the server's port, below)
             walked = np.sort(_walked_ready(topo, loop_, law.mean)) - law.mean \
-                - topo.unhindered_s(loop_.before + _to_push(loop_))
+                - topo.unhindered_s(loop_.before + loop_.to_push)
             ready = np.maximum(walked, reply - out + out * np.arange(1, L + 1)) - stretch
         else:
             ready = (reply - stretch, out, L)
@@ -248,11 +248,6 @@ def _busiest_turn(topo, stages) -> float:
     return max(held.values(), default=0.0)
 
 
-def _to_push(loop_) -> tuple:
-    """The loop's stages after the step up to its push to the server."""
-    return loop_.after[:-1] if loop_.after and loop_.after[-1].name == "push" else loop_.after
-
-
 def _walked_ready(topo, loop_, step: float) -> np.ndarray:
     """When the learners' first gradients after a publication are ready to
     push, in the order the weights go out (not by learner): their pulls and
@@ -276,7 +271,7 @@ def _walked_ready(topo, loop_, step: float) -> np.ndarray:
         asked[node] += 1
     order = sorted(range(topo.learners), key=lambda i: (turn[i], nodes[i]))
     stages = [_resolved(topo, loop_.reply + loop_.before, i) + [((), step)]
-              + _resolved(topo, _to_push(loop_), i) for i in order]
+              + _resolved(topo, loop_.to_push, i) for i in order]
     ends = Skeleton().walk(np.zeros(topo.learners), stages)
     # each row's last stage ended last (NaN past a learner's own stages)
     return np.nan_to_num(np.fmax.reduce(ends, axis=1), nan=0.0) if ends.size else np.zeros(len(stages))

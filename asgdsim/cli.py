@@ -544,7 +544,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_timing(args: argparse.Namespace) -> int:
     if not 0 < args.batch <= 2**31:
         raise UsageError(f"--batch must be a positive integer up to 2**31, got {args.batch}")
-    from .costs import COMPUTE_COSTS
+    from .costs import COMPUTE_COSTS, KernelModel
+    from .overheads import NONE
     from .specs import GpuSpec, catalog_model
 
     try:
@@ -552,10 +553,12 @@ def cmd_timing(args: argparse.Namespace) -> int:
         model = catalog_model(args.model)
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
-    layers = COMPUTE_COSTS[args.compute].breakdown(gpu, model, args.batch, args.precision,
-                                                   args.layout)
+    cost = KernelModel(args.compute == "table", overheads=NONE) if args.cuda_graphs \
+        else COMPUTE_COSTS[args.compute]
+    layers = cost.breakdown(gpu, model, args.batch, args.precision, args.layout)
     how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
            else "the calibrated roofline")
+    how += ", one CUDA graph" if args.cuda_graphs else ""
     print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision}, {args.layout} ({how}): "
           "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
@@ -934,6 +937,9 @@ def _parser() -> argparse.ArgumentParser:
     timing.add_argument("--layout", choices=LAYOUTS, default="nhwc",
                         help="nhwc (default); nchw: each convolution on tensor cores also "
                         "transposes its tensors (see asgdsim/compute.py)")
+    timing.add_argument("--cuda-graphs", action="store_true",
+                        help="the step replays one CUDA graph: no launch interval per kernel, "
+                        "no framework cost per step (workload.cuda_graphs)")
     timing.set_defaults(func=cmd_timing)
 
     prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")

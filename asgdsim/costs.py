@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from . import overheads
 from .compute import KernelModel
 from .distributions import Empirical, Law, Mixture, law_from_spec, straggling
 from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
@@ -27,7 +28,7 @@ from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
 if TYPE_CHECKING:
     from .scenario import Scenario
 
-__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs",
+__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs", "cost_model",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
            "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of",
            "learner_classes", "learner_laws"]
@@ -140,10 +141,7 @@ def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | EmpiricalSpec
         from .measured import read_steps
 
         return Empirical.of(read_steps(compute.empirical))
-    cost = COMPUTE_COSTS[compute]
-    if timing.kernel_table is not None and compute == "table":
-        cost = KernelModel(use_tables=True, extra=timing.kernel_table)
-    step = learner_step_time(scenario, cost, gpu)
+    step = learner_step_time(scenario, cost_model(scenario, compute), gpu)
     if timing.jitter == "none":
         return Law.constant(step)
     return law_from_spec(timing.jitter).scaled(step)
@@ -200,6 +198,17 @@ def learner_classes(scenario: Scenario, costs: Costs) -> list[dict]:
         out.append(classes)
         first += size
     return out
+
+
+def cost_model(scenario: Scenario, compute: str) -> ComputeCost:
+    """The kernel model named ``compute`` ("table" or "roofline") as the
+    scenario runs it: with its own kernel table, and without the host's
+    costs per kernel and per step where its steps replay a CUDA graph."""
+    extra = scenario.timing.kernel_table if compute == "table" else None
+    if extra is None and not scenario.workload.cuda_graphs:
+        return COMPUTE_COSTS[compute]
+    return KernelModel(use_tables=compute == "table", extra=extra,
+                       overheads=overheads.NONE if scenario.workload.cuda_graphs else None)
 
 
 def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None = None) -> float:

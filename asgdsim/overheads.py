@@ -11,6 +11,11 @@ runs it. A framework adds two things, both missing from kernel tables:
 - **a fixed cost per step**: the framework's own bookkeeping, the loss, the
   synchronisation at the end of the step (``step_s``).
 
+Both are the host's: a step captured once and replayed as one CUDA graph
+(``workload.cuda_graphs``; MXNet's ``MXNET_ENABLE_CUDA_GRAPHS``) launches
+its kernels from the GPU and runs the host's bookkeeping beside them, so it
+has neither (:data:`NONE`); each kernel's own cost on the GPU stays.
+
 Both are fitted on published whole-network training step times
 (a measurement that includes the optimizer's step gets the update kernels
 too: one per parameter tensor, reading weights, gradients and momentum and

@@ -60,6 +60,12 @@ class Workload(_Spec):
     #: sample (``sample_bytes``), which the GPU decodes (DALI's GPU backend,
     #: nvJPEG; its decoding kernels are not priced)
     input_copy: Literal["float32", "uint8", "encoded"] = "float32"
+    #: the step's kernels are captured once and replayed as one CUDA graph
+    #: (MXNet's MXNET_ENABLE_CUDA_GRAPHS, torch.cuda.graphs): the host no
+    #: longer launches each kernel or does its bookkeeping between steps, so
+    #: the framework's launch interval and fixed cost per step fall away
+    #: (compute.py); the GPU's own cost of each kernel stays
+    cuda_graphs: bool = False
     #: fp32; tf32 (Ampere+ tensor cores); fp16 or bf16 mixed precision (see precision.py)
     precision: Precision = "fp32"
     #: the activations' memory layout: nhwc (channels last), or nchw, whose

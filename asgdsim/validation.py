@@ -30,6 +30,11 @@ the uint8 crop that the GPU normalises (image_classification/dataloaders.py
 ``self.cmnp(images.gpu())``); NVIDIA's MXNet runner takes DALI's GPU
 backend (runner ``--data-backend dali-gpu``; dali.py decodes on the
 ``mixed`` device), so the stored record crosses and the GPU decodes it.
+``cuda_graphs`` marks the runs whose steps replay a CUDA graph: NVIDIA's
+MXNet runner sets ``MXNET_ENABLE_CUDA_GRAPHS=1`` from its 22.10 release
+(commit 1bd98ac3, the container of the DGX A100 table), not in the 20.12
+runner of its DGX-1 and DGX-2 tables; the PyTorch ConvNets capture graphs
+for Triton inference only, and TensorFlow 1.x has none.
 
 Nothing in the cluster model is fitted to these rows. The framework's two
 overheads (:mod:`asgdsim.overheads`) are fitted on single-GPU FP32 steps of
@@ -60,7 +65,8 @@ TABLE = "cluster_measurements.csv"
 #: the columns of validation.csv (CONTRACT.md), then what helps read them
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
-EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_copy", "held_out",
+EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_copy", "cuda_graphs",
+         "held_out",
          "in_fit", "method", "reference", "table"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
@@ -94,6 +100,7 @@ class Measurement:
     layout: str
     data: str
     input_copy: str
+    cuda_graphs: bool
     framework: str
     published_setting: str
     algorithm: str
@@ -128,7 +135,7 @@ def _typed(row: dict) -> Measurement:
             values[f.name] = int(raw) if raw else None
         elif f.name == "measured":
             values[f.name] = float(raw)
-        elif f.name == "held_out":
+        elif f.name in ("held_out", "cuda_graphs"):
             values[f.name] = {"yes": True, "no": False}[raw]
         else:
             values[f.name] = raw
@@ -185,7 +192,8 @@ def scenario_of(m: Measurement, tensor_shards: bool = False):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"
     workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,
-                "precision": m.precision, "layout": m.layout, "input_copy": m.input_copy}
+                "precision": m.precision, "layout": m.layout, "input_copy": m.input_copy,
+                "cuda_graphs": m.cuda_graphs}
     if m.data != "real":
         workload["input"] = m.data
     learners = m.gpus // k
@@ -236,6 +244,7 @@ def validate(only: str | None = None, tensor_shards: bool = False):
                      "rel_err": (simulated - m.measured) / m.measured,
                      "algorithm": m.algorithm, "precision": m.precision, "layout": m.layout,
                      "batch_per_gpu": m.batch_per_gpu, "data": m.data, "input_copy": m.input_copy,
+                     "cuda_graphs": "yes" if m.cuda_graphs else "no",
                      "held_out": "yes" if m.held_out else "no",
                      "in_fit": "yes" if in_fit(m, fitted) else "no", "method": method,
                      "reference": m.reference, "table": m.table})

@@ -109,12 +109,10 @@ def backward_share(scenario, gpu=None) -> float:
 
 def _layers(scenario, gpu) -> list:
     """The cost model's layers of one GPU's share of the sub-batch."""
-    from ..costs import COMPUTE_COSTS, KernelModel
+    from ..costs import cost_model
 
-    work, timing = scenario.workload, scenario.timing
-    cost = COMPUTE_COSTS[timing.compute]
-    if timing.kernel_table is not None and timing.compute == "table":
-        cost = KernelModel(use_tables=True, extra=timing.kernel_table)
+    work = scenario.workload
+    cost = cost_model(scenario, scenario.timing.compute)
     per_gpu = -(-work.sub_batch // scenario.cluster.gpus_per_learner)
     return cost.breakdown(gpu, work.model, per_gpu, work.precision, work.layout)
 

@@ -179,6 +179,19 @@ def test_timing_prints_every_layer(capsys):
     assert main(["timing", "V100", "vgg16", "--batch", "0"]) == 2
 
 
+def test_timing_under_a_cuda_graph_drops_the_framework_row(capsys):
+    def total(argv):
+        assert main(argv) == 0
+        printed = capsys.readouterr().out
+        return printed, float(printed.rsplit("= ", 1)[1].split(" ms")[0])
+
+    eager, eager_ms = total(["timing", "V100", "resnet50", "--batch", "32"])
+    graph, graph_ms = total(["timing", "V100", "resnet50", "--batch", "32", "--cuda-graphs"])
+    assert "(per step)" in eager and "(per step)" not in graph and "one CUDA graph" in graph
+    from asgdsim.compute import framework_overheads
+    assert eager_ms - graph_ms >= 1e3 * framework_overheads().step_s - 0.01
+
+
 def test_compare_writes_the_table_and_checks(tmp_path, capsys):
     ideal = ROOT / "scenarios" / "ideal-sprint-poisson.yaml"
     out = tmp_path / "cmp"

@@ -66,8 +66,7 @@ TABLE = "cluster_measurements.csv"
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
 EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_copy", "cuda_graphs",
-         "held_out",
-         "in_fit", "method", "reference", "table"]
+         "held_out", "in_fit", "method", "reference", "table"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]

@@ -11,8 +11,8 @@ a few steps per learner to many epochs, (on a fifth of the draws of
 several nodes, from a stream of their own) a fat tree, (on a fifth of
 the modelled draws) input from the page cache or already on the GPU, (on
 two fifths of the modelled draws) uint8 pixels or stored samples copied
-to the GPU, (on a fifth of the kernel model's draws) steps replayed as one
-CUDA graph, and (on sync draws, from a stream of their own) TensorFlow's
+to the GPU, (on a fifth of the kernel model's draws) kernels replayed in
+CUDA graphs, and (on sync draws, from a stream of their own) TensorFlow's
 gradients sent during the backward pass and shards of whole tensors.
 ``check`` simulates one and sets its figures beside the closed form's.
 ``--misbehaving`` draws the same scenarios with failures (of learners or
@@ -183,7 +183,7 @@ def random_scenario(rng: np.random.Generator, index: int = 0, misbehaving: bool 
     copied = np.random.default_rng([data["seed"], 6]).random()
     if not ideal and copied < 0.4:
         data["workload"]["input_copy"] = "uint8" if copied < 0.2 else "encoded"
-    # steps replayed as one CUDA graph on a fifth of the kernel model's
+    # kernels replayed in CUDA graphs on a fifth of the kernel model's
     # draws, from a stream of its own
     if isinstance(data["timing"]["compute"], str) and \
             np.random.default_rng([data["seed"], 7]).random() < 0.2:

@@ -544,8 +544,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def cmd_timing(args: argparse.Namespace) -> int:
     if not 0 < args.batch <= 2**31:
         raise UsageError(f"--batch must be a positive integer up to 2**31, got {args.batch}")
-    from .costs import COMPUTE_COSTS, KernelModel
-    from .overheads import NONE
+    from .costs import kernel_cost
     from .specs import GpuSpec, catalog_model
 
     try:
@@ -553,12 +552,11 @@ def cmd_timing(args: argparse.Namespace) -> int:
         model = catalog_model(args.model)
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
-    cost = KernelModel(args.compute == "table", overheads=NONE) if args.cuda_graphs \
-        else COMPUTE_COSTS[args.compute]
-    layers = cost.breakdown(gpu, model, args.batch, args.precision, args.layout)
+    layers = kernel_cost(args.compute, cuda_graphs=args.cuda_graphs).breakdown(
+        gpu, model, args.batch, args.precision, args.layout)
     how = ("measured kernels where this GPU has them, else the roofline" if args.compute == "table"
            else "the calibrated roofline")
-    how += ", one CUDA graph" if args.cuda_graphs else ""
+    how += ", CUDA graphs" if args.cuda_graphs else ""
     print(f"{gpu.name}, {model.name}, batch {args.batch}, {args.precision}, {args.layout} ({how}): "
           "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
@@ -938,7 +936,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="nhwc (default); nchw: each convolution on tensor cores also "
                         "transposes its tensors (see asgdsim/compute.py)")
     timing.add_argument("--cuda-graphs", action="store_true",
-                        help="the step replays one CUDA graph: no launch interval per kernel, "
+                        help="the kernels replay CUDA graphs: no launch interval per kernel, "
                         "no framework cost per step (workload.cuda_graphs)")
     timing.set_defaults(func=cmd_timing)
 

@@ -85,7 +85,9 @@ __all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "gpu_pass
            "MEMORY_EFFICIENCY", "TRIAD_SHARE", "memory_rate"]
 
 BYTES = 4
-#: one kernel launch and its synchronisation, as frameworks of the time paid it
+#: a kernel's fixed cost on the GPU (its launch and synchronisation there),
+#: which replaying kernels in a CUDA graph does not remove; the host's
+#: interval between launches is the framework's (overheads.py)
 LAUNCH_S = 10e-6
 #: share of memory bandwidth that element-wise layers reach (Caffe's AlexNet
 #: on Titan X: ReLU1 69 %, pool1 42 % of 336.5 GB/s)

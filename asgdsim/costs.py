@@ -28,7 +28,7 @@ from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
 if TYPE_CHECKING:
     from .scenario import Scenario
 
-__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs", "cost_model",
+__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs", "cost_model", "kernel_cost",
            "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
            "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of",
            "learner_classes", "learner_laws"]
@@ -200,15 +200,21 @@ def learner_classes(scenario: Scenario, costs: Costs) -> list[dict]:
     return out
 
 
-def cost_model(scenario: Scenario, compute: str) -> ComputeCost:
-    """The kernel model named ``compute`` ("table" or "roofline") as the
-    scenario runs it: with its own kernel table, and without the host's
-    costs per kernel and per step where its steps replay a CUDA graph."""
-    extra = scenario.timing.kernel_table if compute == "table" else None
-    if extra is None and not scenario.workload.cuda_graphs:
+def kernel_cost(compute: str, kernel_table: str | None = None,
+                cuda_graphs: bool = False) -> ComputeCost:
+    """The kernel model named ``compute`` ("table" or "roofline"), with a
+    user's kernel table (for "table"), and without the host's costs per
+    kernel and per step where the steps replay CUDA graphs."""
+    extra = kernel_table if compute == "table" else None
+    if extra is None and not cuda_graphs:
         return COMPUTE_COSTS[compute]
     return KernelModel(use_tables=compute == "table", extra=extra,
-                       overheads=overheads.NONE if scenario.workload.cuda_graphs else None)
+                       overheads=overheads.NONE if cuda_graphs else None)
+
+
+def cost_model(scenario: Scenario, compute: str) -> ComputeCost:
+    """:func:`kernel_cost` as the scenario runs it."""
+    return kernel_cost(compute, scenario.timing.kernel_table, scenario.workload.cuda_graphs)
 
 
 def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None = None) -> float:

@@ -11,10 +11,13 @@ runs it. A framework adds two things, both missing from kernel tables:
 - **a fixed cost per step**: the framework's own bookkeeping, the loss, the
   synchronisation at the end of the step (``step_s``).
 
-Both are the host's: a step captured once and replayed as one CUDA graph
-(``workload.cuda_graphs``; MXNet's ``MXNET_ENABLE_CUDA_GRAPHS``) launches
-its kernels from the GPU and runs the host's bookkeeping beside them, so it
-has neither (:data:`NONE`); each kernel's own cost on the GPU stays.
+Both are the host's: kernels captured in CUDA graphs and replayed
+(``workload.cuda_graphs``; MXNet's ``MXNET_ENABLE_CUDA_GRAPHS``) are issued
+by the driver a graph at a time, not by the framework a kernel at a time,
+so such a step is priced with neither (:data:`NONE`). Leaving out all of
+the cost per step is an upper bound on the saving: MXNet captures a graph
+per bulk segment, and Horovod's collective and the optimizer stay outside
+them. Each kernel's own cost on the GPU (``compute.LAUNCH_S``) stays.
 
 Both are fitted on published whole-network training step times
 (a measurement that includes the optimizer's step gets the update kernels

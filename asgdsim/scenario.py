@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
-                      ValidationError, field_serializer, field_validator, model_serializer,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool,
+                      Tag, ValidationError, field_serializer, field_validator, model_serializer,
                       model_validator)
 
 from . import catalog, safeyaml
@@ -60,12 +60,15 @@ class Workload(_Spec):
     #: sample (``sample_bytes``), which the GPU decodes (DALI's GPU backend,
     #: nvJPEG; its decoding kernels are not priced)
     input_copy: Literal["float32", "uint8", "encoded"] = "float32"
-    #: the step's kernels are captured once and replayed as one CUDA graph
-    #: (MXNet's MXNET_ENABLE_CUDA_GRAPHS, torch.cuda.graphs): the host no
-    #: longer launches each kernel or does its bookkeeping between steps, so
-    #: the framework's launch interval and fixed cost per step fall away
-    #: (compute.py); the GPU's own cost of each kernel stays
-    cuda_graphs: bool = False
+    #: the step's kernels are captured in CUDA graphs and replayed (MXNet's
+    #: MXNET_ENABLE_CUDA_GRAPHS, torch.cuda.graphs): the host no longer issues
+    #: each kernel, so the framework's launch interval per kernel and its
+    #: fixed cost per step are left out (overheads.py: all of the latter, an
+    #: upper bound on the saving where a collective or the optimizer stays
+    #: outside the graphs); the GPU's own cost of each kernel stays. Like
+    #: precision and layout, it prices the kernel model's steps only: a
+    #: compute law or measured steps are the step as given
+    cuda_graphs: StrictBool = False
     #: fp32; tf32 (Ampere+ tensor cores); fp16 or bf16 mixed precision (see precision.py)
     precision: Precision = "fp32"
     #: the activations' memory layout: nhwc (channels last), or nchw, whose

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import catalog
-from .costs import COMPUTE_COSTS
+from .costs import kernel_cost
 from .precision import LAYOUTS, PRECISIONS
 from .specs import GpuSpec, ModelSpec, catalog_model
 
@@ -11,10 +11,12 @@ __all__ = ["step_time"]
 
 
 def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
-              compute: str = "table", precision: str = "fp32", layout: str = "nhwc") -> float:
+              compute: str = "table", precision: str = "fp32", layout: str = "nhwc",
+              cuda_graphs: bool = False) -> float:
     """Seconds of forward + backward for one sub-batch on one GPU (no data
     loading), at ``precision``: fp32, tf32, fp16 or bf16 (see precision.py),
-    the activations in ``layout``: nhwc or nchw (see compute.py)."""
+    the activations in ``layout``: nhwc or nchw (see compute.py), the
+    kernels replayed in CUDA graphs or not (``workload.cuda_graphs``)."""
     if isinstance(gpu, str):
         gpu = GpuSpec.model_validate(catalog.lookup("gpus", gpu))
     if isinstance(model, str):
@@ -25,4 +27,7 @@ def step_time(gpu: str | GpuSpec, model: str | ModelSpec, batch: int,
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    return COMPUTE_COSTS[compute].step_time(gpu, model, batch, precision, layout)
+    if compute not in ("table", "roofline"):
+        raise ValueError(f"compute must be table or roofline, got {compute!r}")
+    return kernel_cost(compute, cuda_graphs=bool(cuda_graphs)).step_time(gpu, model, batch,
+                                                                        precision, layout)

@@ -1,10 +1,10 @@
-"""Steps that replay one CUDA graph (``workload.cuda_graphs``): the host
-neither launches each kernel nor does its bookkeeping between steps.
+"""Kernels replayed in CUDA graphs (``workload.cuda_graphs``): the host
+no longer issues each kernel, and its cost per step is left out.
 
-Exact results: a graph's step is the sum of its kernels as the GPU runs
-them, with neither the framework's launch interval (the least a kernel
-costs) nor its fixed cost per step; without a graph the step is the same
-kernels, each at least the launch interval, plus the cost per step.
+Exact results: such a step is the sum of its kernels as the GPU runs them,
+with neither the framework's launch interval (the least a kernel costs)
+nor its fixed cost per step; without graphs the step is the same kernels,
+each at least the launch interval, plus the cost per step.
 """
 
 import pytest
@@ -46,9 +46,39 @@ def test_the_roofline_drops_the_same_host_costs():
     assert saved >= framework_overheads().step_s
 
 
-def test_a_non_boolean_is_refused_by_its_key():
-    with pytest.raises(ScenarioError, match="workload.cuda_graphs"):
-        make(**MODELLED, workload__cuda_graphs="sometimes")
+@pytest.mark.parametrize("value", ["sometimes", "on", 1])
+def test_a_non_boolean_is_refused_by_its_key(value):
+    with pytest.raises(ScenarioError, match="workload.cuda_graphs: expected a valid boolean"):
+        make(**MODELLED, workload__cuda_graphs=value)
+
+
+def test_a_user_kernel_table_is_kept_under_graphs(tmp_path):
+    # a user's table of the V100's convolutions at twice their shipped times:
+    # the graph drops the same host costs from the slower step
+    from importlib import resources
+
+    import pandas as pd
+
+    shipped = pd.read_csv(resources.files("asgdsim.catalog").joinpath("kernels.csv"))
+    slow = shipped[(shipped["gpu"] == "V100") & (shipped["op"] == "conv")].copy()
+    assert len(slow) > 0
+    slow["ms"] *= 2
+    path = tmp_path / "slow.csv"
+    slow.to_csv(path, index=False)
+    table = {"timing__kernel_table": str(path)}
+    def step(**keys):
+        return costs_of(make(**MODELLED, **table, **keys)).compute.mean
+    assert step() > costs_of(make(**MODELLED)).compute.mean
+    assert step() - step(workload__cuda_graphs=True) >= framework_overheads().step_s
+
+
+def test_a_learner_split_by_layers_drops_the_step_cost_once():
+    keys = {**MODELLED, "cluster__gpus_per_node": 2, "cluster__gpus_per_learner": 2,
+            "cluster__learner_split": "layers"}
+    saved = costs_of(make(**keys)).compute.mean - \
+        costs_of(make(**keys, workload__cuda_graphs=True)).compute.mean
+    o = framework_overheads()
+    assert o.step_s <= saved
 
 
 def test_only_nvidia_s_mxnet_22_10_runs_replay_graphs():

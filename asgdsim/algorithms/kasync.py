@@ -29,7 +29,8 @@ Closed form, with ideal communication:
   fixed point of the K-th of the left-out learners' residual steps and the
   K fresh ones (``_round_with_leftovers``), the harmonic formula for
   exponential steps; with modelled communication the step carries its
-  stages and the K released learners' queue at the server's port
+  stages and the K released learners' queues, at the server's port and
+  at the node resources they share on the way to their compute
   (``_burst_s``);
 - other step laws, and modelled communication (the step then being
   ``async``'s cycle with one update per K gradients): the exponential
@@ -46,6 +47,7 @@ import numpy as np
 
 from ..distributions import Straggling, apart_from_stragglers
 from ..specs import Count, _Spec
+from ..structure import SCOPES
 from .kind import Kind, draw_k, powers_of_two
 from .ksync import SHARES, STEADY_CV
 from .server import ASYNC, SYNC, busy_port, loop, predict_async, wire
@@ -143,18 +145,33 @@ def _round_with_leftovers(law, learners: int, k: int) -> float:
 
 
 def _burst_s(law, topology, loop_, k: int) -> float:
-    """The mean wait at the server's port of the K learners a round
-    releases together: their pulls leave one after another (the j-th waits
-    j messages), and their pushes come back at the order statistics of K
-    fresh steps, queued first come first served where they come closer
-    than a message apart."""
+    """The mean wait of the K learners a round releases together: their
+    pulls leave the server's port one after another, a message apart; at
+    each resource of a node they then share on the way to their compute
+    (its disk, a shared host link), those released with them queue in the
+    same order, each a use apart where a use outlasts the spacing they came
+    with; their pushes come back at the order statistics of K fresh steps
+    so spaced, queued first come first served where they come closer than
+    a message apart."""
     out = topology.message_s(loop_, "server_port_out")
     to_port = topology.message_s(loop_, "server_port_in")
+    gap = out
+    learners = topology.learners
+    for stage in loop_.reply[1:] + loop_.before:
+        kind = stage.holds[0]
+        if kind not in SCOPES or SCOPES[kind] in ("shard", "cluster"):
+            continue
+        # the others released with a learner that share its instance of
+        # this resource: of the K - 1, those among its instance's others
+        sharing = learners / topology.instances(kind)
+        share = (sharing - 1) / (learners - 1) if learners > 1 else 0.0
+        if share > 0 and stage.duration_s > gap:
+            gap += share * (stage.duration_s - gap)
     j = np.arange(k)
-    arrivals = _expected_orders(law, k) + j * out
+    arrivals = _expected_orders(law, k) + j * gap
     # the j-th push ends at max over i <= j of (i-th arrival + (j - i + 1) messages)
     ends = np.maximum.accumulate(arrivals - j * to_port) + (j + 1) * to_port
-    return float(np.mean(j * out + ends - arrivals - to_port))
+    return float(np.mean(j * gap + ends - arrivals - to_port))
 
 
 #: beyond this many, order statistics are taken at their quantiles

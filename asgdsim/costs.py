@@ -28,8 +28,8 @@ from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
 if TYPE_CHECKING:
     from .scenario import Scenario
 
-__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs", "cost_model", "kernel_cost",
-           "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
+__all__ = ["BYTES_PER_PARAMETER", "ComputeCost", "COMPUTE_COSTS", "Costs", "cost_model",
+           "kernel_cost", "transfer_time", "ring_allreduce_time", "tree_allreduce_time",
            "hierarchical_allreduce_time", "ALLREDUCE", "cpu_pass_time", "costs_of",
            "learner_classes", "learner_laws"]
 

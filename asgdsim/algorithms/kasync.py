@@ -155,18 +155,15 @@ def _burst_s(law, topology, loop_, k: int) -> float:
     a message apart."""
     out = topology.message_s(loop_, "server_port_out")
     to_port = topology.message_s(loop_, "server_port_in")
-    gap = out
-    learners = topology.learners
+    gap, learners = out, topology.learners      # 1 < K < L: two learners at least
     for stage in loop_.reply[1:] + loop_.before:
         kind = stage.holds[0]
-        if kind not in SCOPES or SCOPES[kind] in ("shard", "cluster"):
+        if SCOPES[kind] == "shard" or stage.duration_s <= gap:
             continue
-        # the others released with a learner that share its instance of
-        # this resource: of the K - 1, those among its instance's others
-        sharing = learners / topology.instances(kind)
-        share = (sharing - 1) / (learners - 1) if learners > 1 else 0.0
-        if share > 0 and stage.duration_s > gap:
-            gap += share * (stage.duration_s - gap)
+        # of the K - 1 released with a learner, the share that use its
+        # instance of this resource (its node's disk, its host link)
+        share = (learners / topology.instances(kind) - 1) / (learners - 1)
+        gap += share * (stage.duration_s - gap)
     j = np.arange(k)
     arrivals = _expected_orders(law, k) + j * gap
     # the j-th push ends at max over i <= j of (i-th arrival + (j - i + 1) messages)

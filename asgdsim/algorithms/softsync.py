@@ -90,8 +90,7 @@ def predict(scenario, costs):
         # the port spaces the pushes by its message time a: the pushers
         # i a after a batch completes (i < c), while its update (s long)
         # applies, read the weights before it
-        spacing = base.t_update_s
-        missed = min(c - 1, max(0, math.ceil(costs.server_update_s / spacing) - 1))
+        missed = min(c - 1, max(0, math.ceil(costs.server_update_s / base.t_update_s) - 1))
     staleness = batched_staleness(base.staleness, c, missed)
     exact = base.laws["staleness"].startswith("exact") and costs.server_update_s == 0
     laws = {

@@ -727,7 +727,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     table = validate(args.only, tensor_shards=args.tensor_shards)
     if table.empty:
         raise UsageError(f"--only: no row of the table mentions {args.only!r} (it looks in the "
-                         "source, system, machine, GPU, model, precision, framework and setting)")
+                         "source, system, machine, GPU, model, precision, input, framework, "
+                         "setting and algorithm)")
     print(validation_text(table))
     from .atomic import atomic_write
     from .validation import validation_figure
@@ -747,34 +748,48 @@ def _input(row) -> str:
 
 
 def validation_text(table) -> str:
-    """Every row's error, then the medians per system, GPU, algorithm and source."""
+    """Every row's throughput error (the speed-ups are in validation.csv),
+    then the medians of both metrics overall, per held-out status, per
+    held-out system, and per system, GPU, algorithm, precision and source."""
     import pandas as pd
 
     from .validation import SPEEDUP, THROUGHPUT, medians
 
     rows = table[table["metric"] == THROUGHPUT]
-    lines = [f"{'system':<26}{'model':<11}{'batch':>6}{'GPUs':>5}{'nodes':>6}  {'algorithm':<10}"
+    wide = max([len("system"), *map(len, rows["system"])]) + 1
+    lines = [f"{'system':<{wide}}{'model':<11}{'batch':>6}{'GPUs':>5}{'nodes':>6}  {'algorithm':<10}"
              f"{'prec.':<6}{'input':<10}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out"]
     for r in rows.itertuples(index=False):
         sim = "-" if pd.isna(r.simulated) else f"{r.simulated:.1f}"
         err = r.method if pd.isna(r.rel_err) else f"{100 * r.rel_err:+.1f} %"
-        lines.append(f"{r.system[:25]:<26}{r.model:<11}{r.batch_per_gpu:>6}{r.gpus:>5}{r.nodes:>6}  "
+        lines.append(f"{r.system:<{wide}}{r.model:<11}{r.batch_per_gpu:>6}{r.gpus:>5}{r.nodes:>6}  "
                      f"{r.algorithm:<10}{r.precision:<6}{_input(r):<10}{r.measured:>10.1f}{sim:>11}"
                      f"{err:>10}  {r.held_out}")
+    held = table[table["held_out"] == "yes"]
     for metric, what in ((THROUGHPUT, "throughput (samples/s)"),
                          (SPEEDUP, "speed-up over one GPU of the same table")):
         if not (table["metric"] == metric).any():
             continue
         lines.append(f"\nmedian absolute error of the {what}:")
-        for by in (None, "held_out", "system", "gpu", "algorithm", "precision", "source"):
-            m = medians(table, by, metric)
-            for name, r in m.iterrows():
-                label = "all rows" if by is None else f"{by} {name}"
+        for by, part, prefix in ((None, table, ""), ("held_out", table, "held_out "),
+                                 ("system", held, "held out, system "),
+                                 *((by, table, f"{by} ") for by in
+                                   ("system", "gpu", "algorithm", "precision", "source"))):
+            for name, r in medians(part, by, metric).iterrows():
+                label = "all rows" if by is None else f"{prefix}{name}"
                 lines.append(f"  {label:<42}{int(r['rows']):>5} rows {100 * r['median_abs_err']:7.1f} %")
     refused = int(rows["rel_err"].isna().sum())
     if refused:
         lines.append(f"\n{refused} rows not estimated (the 'method' column says why)")
     return "\n".join(lines)
+
+
+def _path(text: str) -> str:
+    """An argparse type: a file or folder name, not empty (an empty one
+    would quietly mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file or folder name, got nothing")
+    return text
 
 
 def _bytes(text: str) -> float:
@@ -832,7 +847,7 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     run = scenario_command("run", "simulate a scenario and write its results")
-    run.add_argument("--out", help="output folder (default runs/<name>)")
+    run.add_argument("--out", type=_path, help="output folder (default runs/<name>)")
     run.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     run.add_argument("--overwrite", action="store_true",
                      help="replace this run's files in an output folder that already holds files")
@@ -852,7 +867,7 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     comp = scenario_command("compare", "simulate, then set the figures beside the closed form's")
-    comp.add_argument("--out", help="output folder (default runs/<name>-compare)")
+    comp.add_argument("--out", type=_path, help="output folder (default runs/<name>-compare)")
     comp.add_argument("--seed", type=_bounded(int, 0, 2**63 - 1), help="seed instead of the scenario's")
     comp.add_argument("--check", type=float, metavar="TOL",
                       help="exit 1 if any of the five agreement figures exceeds TOL (relative "
@@ -877,7 +892,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="override one scenario key for every point, e.g. stop.epochs=0.5")
     swp.add_argument("--workers", type=POSITIVE_INT, help="local Dask worker processes (default 1)")
     swp.add_argument("--scheduler", help="address of an existing Dask scheduler")
-    swp.add_argument("--out", required=True,
+    swp.add_argument("--out", type=_path, required=True,
                      help="folder of the sweep; run again to resume, or with more values or "
                      "replications of the same grid keys to run only the new points")
     swp.add_argument("--overwrite", action="store_true",
@@ -908,7 +923,7 @@ def _parser() -> argparse.ArgumentParser:
                      "(default 3; 0 ranks by the closed form alone)")
     pln.add_argument("--workers", type=POSITIVE_INT, help="local Dask worker processes (default 1)")
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
-    pln.add_argument("--out", help="output folder (default runs/<name>-plan)")
+    pln.add_argument("--out", type=_path, help="output folder (default runs/<name>-plan)")
     pln.add_argument("--overwrite", action="store_true",
                      help="replace plan.csv and plan.png in an output folder that holds files")
     pln.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -948,8 +963,8 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--device", default="cpu", type=_device, help="PyTorch device: cpu, cuda, cuda:1 ...")
     prof.add_argument("--repeats", type=int, default=5,
                       help="timed runs per kernel after a warm-up; the median is kept (default 5)")
-    prof.add_argument("--out", help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
-    prof.add_argument("--steps", metavar="FILE",
+    prof.add_argument("--out", type=_path, help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
+    prof.add_argument("--steps", metavar="FILE", type=_path,
                       help="also write each repeat's step (its kernels summed) to FILE, a CSV "
                       "for timing.compute: {empirical: FILE} and asgdsim fit")
     prof.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -960,9 +975,9 @@ def _parser() -> argparse.ArgumentParser:
                          "(a CSV with a column step_s), rank them by AIC, print the fit's "
                          "quality and the best one's YAML entry")
     fit.add_argument("steps", help="CSV file with a column step_s, one measured step per row")
-    fit.add_argument("--out", help="write the YAML entry to this file (default: print it), and "
+    fit.add_argument("--out", type=_path, help="write the YAML entry to this file (default: print it), and "
                      "the QQ figure beside it (.png)")
-    fit.add_argument("--figure", help="the QQ figure's file (default: beside --out)")
+    fit.add_argument("--figure", type=_path, help="the QQ figure's file (default: beside --out)")
     fit.add_argument("--overwrite", action="store_true", help="replace existing output files")
     fit.set_defaults(func=cmd_fit)
 
@@ -982,20 +997,22 @@ def _parser() -> argparse.ArgumentParser:
                      help="divide each gradient's learning rate by its staleness (Zhang et al. 2016)")
     rep.add_argument("--seed", type=_bounded(int, 0, 2**32 - 1), default=0,
                      help="seed of the data's split, order and the initial weights (default 0)")
-    rep.add_argument("--out", help="folder for replay.csv and figures/replay.png (default RUN_DIR)")
+    rep.add_argument("--out", type=_path, help="folder for replay.csv and figures/replay.png (default RUN_DIR)")
     rep.add_argument("--overwrite", action="store_true", help="replace an earlier replay's files")
     rep.set_defaults(func=cmd_replay)
 
     val = sub.add_parser("validate", help="simulate the published cluster measurements and "
                          "compare", description="simulate every row of the shipped table of "
                          "published multi-GPU training throughputs (asgdsim/catalog/"
-                         "cluster_measurements.csv, a source per row) and compare: the error per "
-                         "row, the median per system, GPU and algorithm, validation.csv and "
-                         "validation.png")
-    val.add_argument("--out", default="runs/validate", help="output folder (default runs/validate)")
+                         "cluster_measurements.csv, a source per row) and compare: the error of "
+                         "each row's throughput, the medians of the throughput's and the speed-up's "
+                         "errors overall and per held-out status, held-out system, system, GPU, "
+                         "algorithm, precision and source, validation.csv and validation.png")
+    val.add_argument("--out", type=_path, default="runs/validate", help="output folder (default runs/validate)")
     val.add_argument("--only", metavar="TEXT",
-                     help="keep the rows that mention TEXT (case-insensitive), e.g. K80, "
-                     "resnet50, cscs, allreduce")
+                     help="keep the rows whose source, system, machine, GPU, model, precision, "
+                     "input, framework, setting or algorithm mention TEXT (case-insensitive), "
+                     "e.g. K80, resnet50, cscs, allreduce")
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")
     val.add_argument("--tensor-shards", action="store_true",

@@ -53,6 +53,15 @@ def check_writable(out: Path, overwrite: bool) -> None:
         raise OutputExists(f"cannot make {out}: {parent} is a file, not a folder")
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise OutputExists(f"cannot write {out}: {parent} is not writable")
+    if parent is not None:
+        # permissions do not tell everything (a read-only or virtual file
+        # system, /proc say, refuses even root): make a folder there and
+        # remove it, as the run will make its own
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".asgdsim-probe.", dir=parent))
+        except OSError as exc:
+            raise OutputExists(f"cannot write {out}: {parent} refuses new files "
+                               f"({exc.strerror or exc})") from None
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise OutputExists(f"{out} already holds files; pass --overwrite to replace this run's "
                            "files there, or choose another folder with --out")

@@ -78,6 +78,9 @@ OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel", re.IGNORECASE)
 ROUNDS = 20
 #: above this many learners the closed form stands in for the simulation
 MAX_SIMULATED_LEARNERS = 1024
+#: the fields ``--only`` looks in
+SEARCHED = ("source", "system", "machine", "gpu", "model", "precision", "data", "framework",
+            "published_setting", "algorithm")
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,10 @@ class Measurement:
 
     @property
     def text(self) -> str:
-        """What ``--only`` searches: every descriptive field, lower case."""
-        return " ".join(str(getattr(self, f.name)) for f in fields(self)).lower()
+        """What ``--only`` searches, lower case: the fields that say which
+        cluster and setting the row is (:data:`SEARCHED`), not its free-text
+        note, whose mentions of other systems would keep rows of theirs."""
+        return " ".join(str(getattr(self, name)) for name in SEARCHED).lower()
 
 
 def measurements() -> list[Measurement]:

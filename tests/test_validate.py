@@ -80,6 +80,15 @@ def test_command_on_a_subset_writes_the_contract_columns(tmp_path, capsys):
     assert (out / "validation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = capsys.readouterr().out
     assert "median absolute error of the throughput" in text and "system DGX-2" in text
+    assert "held out, system" not in text          # none of these rows is held out
+
+
+def test_command_prints_the_held_out_medians_by_system(tmp_path, capsys):
+    # the issue's bar is on them, and the README's table shows them
+    assert main(["validate", "--out", str(tmp_path), "--only", "nvidia-dle-mxnet"]) == 0
+    text = capsys.readouterr().out
+    for system in ("DGX A100", "DGX-1 V100", "DGX-2"):
+        assert re.search(rf"held out, system {system} +\d+ rows +\d+\.\d %", text)
 
 
 def test_command_refuses_what_it_cannot_do(tmp_path, capsys):
@@ -91,6 +100,26 @@ def test_command_refuses_what_it_cannot_do(tmp_path, capsys):
     (tmp_path / "c" / "keep.txt").write_text("mine")
     assert main(["validate", "--out", str(tmp_path / "c"), "--only", "dgx-2"]) == 2
     assert "--overwrite" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as empty:
+        main(["validate", "--out", "", "--only", "dgx-2"])
+    assert empty.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+def test_command_refuses_a_folder_the_system_will_not_make_before_simulating(capsys):
+    # /proc refuses new entries even to root, whom permissions would let
+    # through: the folder is tried, not only its permissions read
+    assert main(["validate", "--out", "/proc/asgdsim-validate", "--only", "dgx-2"]) == 2
+    err = capsys.readouterr()
+    assert "cannot write /proc/asgdsim-validate" in err.err and "DGX-2" not in err.out
+
+
+def test_only_looks_in_what_says_which_cluster_a_row_is_not_in_its_note():
+    # notes mention other systems ("the V100's 432" in an A100 PCIe row's,
+    # "CSCS report" in the TensorFlow page's p2.8xlarge rows'): not a match
+    assert any("v100" in m.note.lower() and "V100" not in m.gpu for m in ROWS)
+    assert {m.gpu for m in ROWS if "v100" in m.text} == {"V100", "V100-32GB"}
+    assert {m.source for m in ROWS if "cscs" in m.text} == {"cscs-report-2017"}
+    assert {m.algorithm for m in ROWS if "allreduce" in m.text} == {"allreduce"}
 
 
 def test_tensor_shards_place_variables_as_tf_cnn_benchmarks_does():

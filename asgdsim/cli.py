@@ -726,9 +726,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     table = validate(args.only, tensor_shards=args.tensor_shards)
     if table.empty:
-        raise UsageError(f"--only: no row of the table mentions {args.only!r} (it looks in the "
-                         "source, system, machine, GPU, model, precision, input, framework, "
-                         "setting and algorithm)")
+        from .validation import SEARCHED_IN
+
+        raise UsageError(f"--only: no row's {SEARCHED_IN} mentions {args.only!r}")
     print(validation_text(table))
     from .atomic import atomic_write
     from .validation import validation_figure
@@ -771,12 +771,14 @@ def validation_text(table) -> str:
         if not (table["metric"] == metric).any():
             continue
         lines.append(f"\nmedian absolute error of the {what}:")
-        for by, part, prefix in ((None, table, ""), ("held_out", table, "held_out "),
+        for by, part, prefix in ((None, table, ""), ("held_out", table, ""),
                                  ("system", held, "held out, system "),
                                  *((by, table, f"{by} ") for by in
                                    ("system", "gpu", "algorithm", "precision", "source"))):
             for name, r in medians(part, by, metric).iterrows():
-                label = "all rows" if by is None else f"{prefix}{name}"
+                label = ("all rows" if by is None else
+                         {"yes": "held out", "no": "used in development"}[name] if by == "held_out"
+                         else f"{prefix}{name}")
                 lines.append(f"  {label:<42}{int(r['rows']):>5} rows {100 * r['median_abs_err']:7.1f} %")
     refused = int(rows["rel_err"].isna().sum())
     if refused:
@@ -1009,9 +1011,10 @@ def _parser() -> argparse.ArgumentParser:
                          "errors overall and per held-out status, held-out system, system, GPU, "
                          "algorithm, precision and source, validation.csv and validation.png")
     val.add_argument("--out", type=_path, default="runs/validate", help="output folder (default runs/validate)")
+    from .validation import SEARCHED_IN
+
     val.add_argument("--only", metavar="TEXT",
-                     help="keep the rows whose source, system, machine, GPU, model, precision, "
-                     "input, framework, setting or algorithm mention TEXT (case-insensitive), "
+                     help=f"keep the rows whose {SEARCHED_IN} mention TEXT (case-insensitive), "
                      "e.g. K80, resnet50, cscs, allreduce")
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")

@@ -8,6 +8,7 @@ overwritten silently.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -55,13 +56,15 @@ def check_writable(out: Path, overwrite: bool) -> None:
         raise OutputExists(f"cannot write {out}: {parent} is not writable")
     if parent is not None:
         # permissions do not tell everything (a read-only or virtual file
-        # system, /proc say, refuses even root): make a folder there and
-        # remove it, as the run will make its own
+        # system, /proc say, refuses even root): make a folder there, as
+        # the run will make its own, and remove it
         try:
-            os.rmdir(tempfile.mkdtemp(prefix=".asgdsim-probe.", dir=parent))
+            probe = tempfile.mkdtemp(prefix=".asgdsim-probe.", dir=parent)
         except OSError as exc:
-            raise OutputExists(f"cannot write {out}: {parent} refuses new files "
-                               f"({exc.strerror or exc})") from None
+            raise OutputExists(f"cannot write {out}: the system would not make a folder in "
+                               f"{parent} ({exc.strerror or exc})") from None
+        with contextlib.suppress(OSError):
+            os.rmdir(probe)
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise OutputExists(f"{out} already holds files; pass --overwrite to replace this run's "
                            "files there, or choose another folder with --out")

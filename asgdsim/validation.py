@@ -78,9 +78,11 @@ OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel", re.IGNORECASE)
 ROUNDS = 20
 #: above this many learners the closed form stands in for the simulation
 MAX_SIMULATED_LEARNERS = 1024
-#: the fields ``--only`` looks in
+#: the fields ``--only`` looks in, and their names as the help says them
 SEARCHED = ("source", "system", "machine", "gpu", "model", "precision", "data", "framework",
             "published_setting", "algorithm")
+SEARCHED_IN = ("source, system, machine, GPU, model, precision, input, framework, setting or "
+               "algorithm")
 
 
 @dataclass(frozen=True)

@@ -1752,11 +1752,18 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         spreads = np.full(len(k), sd) if node.paced_by else sd * np.sqrt(k)
         deliveries = Deliveries(mean, spreads, topo.nodes, units)
         windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
-    tail = None
+    tail, kept = None, 0.0
+    resource, use = node.waits
     if split < math.inf:
         independent = all(len(u) == 1 for u in units)
         mixed = windows is None or (transient >= mixing and independent)
-        tail = (_uniform_tail(sc, law, costs, g, node_cycle, T) if mixed
+        # mixed phases across nodes; inside one, GPUs that wait for one
+        # another at a resource keep their turns there on the steps whose
+        # noise is less than its use, at the schedule's pace, and reshuffle
+        # on the others, at independent phases' (mean-value analysis)
+        kept = 1.0 - law.apart(use) if mixed and use > 0 and node.paced_by is None else 0.0
+        pace = kept * period + (1.0 - kept) * node_cycle
+        tail = (_uniform_tail(sc, law, costs, g, pace, T) if mixed
                 else _pattern_tail(windows, deliveries, T, split))
     expected = min(run.target_gradients, horizon * g / period)
     w_end, gradients, updates = _sprint_end(run, windows, T, split, tail,
@@ -1769,6 +1776,8 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     in_phase = transient > 0
     phases = ("exact: identical fixed-time steps, their periodic schedule" if exact else
               "approximation: GPUs that start in phase and drift apart by their step noise"
+              + (f", then keep their turns at {resource} on the {kept:.0%} of steps whose "
+                 "noise is less than its use" if kept > 0 else "")
               if in_phase else "")
     uniform = _is_exponential(law) and _ideal(sc) and not in_phase
     laws = {
@@ -1781,7 +1790,6 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     outside = (_random_contention(util, law, loop.overhead_s)
                or _node_contention(util, law, loop.overhead_s)
                or _turns_reshuffled(stations, slots, law, node_cycle))
-    resource, use = node.waits
     # a queue's order decides the updates where windows are sparse, and the
     # waiting where the resource is busy; step noise that swaps two GPUs'
     # turns there on some steps but not on most leaves neither the

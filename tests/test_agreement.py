@@ -176,3 +176,24 @@ def test_k_async_of_every_learner_is_bounded_as_rounds():
     rounds = _rounds_se(sc, res.costs, res.updates)
     assert rounds > 0.02
     assert row["epoch_time_bound"] >= BOUNDS["epoch_time"] + Z * rounds - 1e-12
+
+
+def test_sprint_gpus_keep_their_turns_at_a_link_they_share():
+    # agreement seed 12 random-84: SPRINT on DGX-1 nodes of 2 GPUs, which
+    # share a PCIe link (49 % busy: 6.5 ms of weights in, 6.5 of gradient
+    # out, per 54 ms step), under uniform steps of cv 0.094. Two steps
+    # differ by more than a transfer on 23 % of steps only, so the GPUs
+    # mostly keep their turns at the link, at the schedule's pace (64.8 ms
+    # a step), and reshuffle on the rest, at independent phases' (54.3 ms);
+    # simulated 62.0 ms. After the phases mix across nodes the closed form
+    # took the latter: the epoch 11.5 % short, now within 2 %
+    data = {"name": "random-84", "seed": 92239317,
+            "workload": {"model": "resnet50", "dataset_samples": 19200, "sub_batch": 8},
+            "cluster": {"machine": "dgx1-v100", "gpus_per_node": 2, "nodes": 10},
+            "algorithm": {"kind": "sprint"},
+            "timing": {"compute": "table", "jitter": {"distribution": "uniform", "cv": 0.094},
+                       "communication": "modelled"},
+            "stop": {"epochs": 5.0}}
+    row = check(data)
+    assert row["agrees"] and not row["outside"]
+    assert row["epoch_time_err"] < 0.02 and row["minibatch_mean_err"] < 0.02

@@ -1752,7 +1752,7 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         spreads = np.full(len(k), sd) if node.paced_by else sd * np.sqrt(k)
         deliveries = Deliveries(mean, spreads, topo.nodes, units)
         windows = windows_of(deliveries, T, int(math.ceil(min(split, horizon) / T)) + 1)
-    tail, kept = None, 0.0
+    tail, kept, steady = None, 0.0, period      # the pace once started: the tail's, if any
     resource, use = node.waits
     if split < math.inf:
         independent = all(len(u) == 1 for u in units)
@@ -1765,6 +1765,7 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         pace = kept * period + (1.0 - kept) * node_cycle
         tail = (_uniform_tail(sc, law, costs, g, pace, T) if mixed
                 else _pattern_tail(windows, deliveries, T, split))
+        steady = g / tail.gradients_per_s
     expected = min(run.target_gradients, horizon * g / period)
     w_end, gradients, updates = _sprint_end(run, windows, T, split, tail,
                                             math.sqrt(max(expected, 1.0)) * sd / g)
@@ -1825,9 +1826,9 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     if outside is not None:
         laws["assumptions"] = outside
     return Prediction(
-        scenario=sc, t_gpu_s=period, t_update_s=T, bound=bound,
+        scenario=sc, t_gpu_s=steady, t_update_s=T, bound=bound,
         epoch_time_s=run.epoch_time(t_last, gradients),
-        steady_throughput_samples_per_s=sc.workload.sub_batch * g / period,
+        steady_throughput_samples_per_s=sc.workload.sub_batch * g / steady,
         staleness=staleness, gradients_per_update=minibatch, laws=laws,
         gradients=gradients, updates=updates)
 

@@ -1775,18 +1775,21 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
                                   early=g * (1.0 + T / period))
     exact = sd == 0 and tail is None
     in_phase = transient > 0
+    turns = (f"keep their turns at {resource} on the {kept:.0%} of steps whose noise is less "
+             "than its use" if kept > 0 else "")
     phases = ("exact: identical fixed-time steps, their periodic schedule" if exact else
               "approximation: GPUs that start in phase and drift apart by their step noise"
-              + (f", then keep their turns at {resource} on the {kept:.0%} of steps whose "
-                 "noise is less than its use" if kept > 0 else "")
-              if in_phase else "")
+              + (f", then {turns}" if turns else "") if in_phase else "")
+    # phases mixed from the start: a node's GPUs may still keep their turns
+    kept_turns = f", a node's GPUs {turns}" if turns else ""
     uniform = _is_exponential(law) and _ideal(sc) and not in_phase
     laws = {
-        "epoch_time": (phases or "mean-value: uniform phases") + "; the update that reaches the stop",
+        "epoch_time": (phases or f"mean-value: uniform phases{kept_turns}")
+                      + "; the update that reaches the stop",
         "minibatch": ("exact: Poisson(G T / m), given at least one" if uniform
-                      else phases or "approximation: uniform phases"),
+                      else phases or f"approximation: uniform phases{kept_turns}"),
         "staleness": ("exact: 1 + floor(U + X/T)" if uniform
-                      else phases or "approximation: 1 + floor(U + X/T), uniform phase"),
+                      else phases or f"approximation: 1 + floor(U + X/T), uniform phase{kept_turns}"),
     }
     outside = (_random_contention(util, law, loop.overhead_s)
                or _node_contention(util, law, loop.overhead_s)

@@ -53,6 +53,11 @@ OUTSIDE = "outside the closed form's assumptions"
 #: links can need a hundred steps
 SKELETON_STEPS = 40
 MAX_SKELETON_STEPS = 1024
+#: most steps of all learners together a server's schedule walks to find its period
+MAX_SKELETON_STAGES = 1 << 16
+#: the server CPU's busy share below which a downpour schedule that leaves
+#: it out of pushes no fetch waits on still orders applies and fetches
+CPU_LEFT_OUT = 0.5
 #: most steps per learner modelled one by one (the rest continue the pattern)
 MAX_TRANSIENT_STEPS = 4096
 #: most learners whose server schedule is walked one by one
@@ -563,14 +568,15 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     cycle = _turns_walked(stations, m, law, cycle)
     per_gradient = cycle / m
     laws = {"minibatch": "exact: one gradient per update"}
-    if law.is_constant and m <= MAX_SKELETON_LEARNERS:
-        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1)[0]
-        laws.update(_outside(_hangs_on_ties(topo, loop, law.mean, costs.server_update_s, 1, 1,
-                                            applies)))
-        return _async_from_schedule(sc, applies, cycle, bound, laws)
     n = run.target_gradients
     if n == math.inf:       # a time or updates stop: gradients by then
         n = run.updates if run.updates else max(1, math.floor(run.time_s / per_gradient))
+    if law.is_constant and m <= MAX_SKELETON_LEARNERS:
+        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
+                                     run_steps=n / m)[0]
+        laws.update(_outside(_hangs_on_ties(topo, loop, law.mean, costs.server_update_s, 1, 1,
+                                            applies)))
+        return _async_from_schedule(sc, applies, cycle, bound, laws)
     # start-up: every learner's first step begins at 0; by renewal theory
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a saturated shared
     # resource serialises the first round as well
@@ -583,7 +589,8 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the learners keep the skeleton's schedule,
         # each apply moved by the random walk of its learner's step noise
-        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1)[0]
+        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
+                                     run_steps=n / m)[0]
         steps = _steps_for(applies, n, 8)
         times = _extend(applies, steps, period_of(applies))
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
@@ -863,11 +870,32 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the in-phase start's bursts and the
         # stagger they settle into, each message moved by its steps' noise
-        pushes, fetches = _downpour_skeleton(topo, whole, law.mean, costs.server_update_s,
-                                             n_fetch, n_push)
+        asked, reverse = (_downpour_skeleton(topo, whole, law.mean, costs.server_update_s,
+                                             n_fetch, n_push, last_first=order,
+                                             run_steps=updates * n_push / m)
+                          for order in (False, True))
+        paces = [float(_paces(p, period_of(p)).mean()) for p, _ in (asked, reverse)]
+        tied = _tied(*paces, "the schedule's pace hangs", "a message")
+        # where the pace hangs on ties, step noise breaks them toward the order
+        # that leaves what the learners share the less idle (8 M40 learners at
+        # a busy server CPU: 0.223 s a message the way they asked, 0.192 the
+        # other way, 50.1 s an epoch simulated with steps of cv 0.07, 49.6 and
+        # 57.9 closed form); the label stands, as fixed steps can hold either
+        pushes, fetches = reverse if tied and paces[1] < paces[0] else asked
         count = _steps_for(pushes, updates, 8)
         times = _extend(pushes, count, period_of(pushes))
-        if law.is_constant and _ideal(sc):
+        # the schedule applies a push no fetch waits on as it arrives, before
+        # the server's CPU: its order is near the simulator's where the CPU
+        # takes every push in the walk or is seldom busy (a CPU that sets the
+        # pace applies each message long after it came: 88 against 128
+        # simulated), and one server holds the weights (two shards apply a
+        # message's parts apart: 37.1 against 41.5, 56 learners); with
+        # communication modelled, the simulator's order of events at a tie
+        # can differ (0.2 % of the staleness, 117 learners)
+        cpu_walked = not costs.server_update_s or n_push % n_fetch == 0
+        one_server = _ideal(sc) or algorithm.servers == 1
+        if law.is_constant and one_server and \
+                (cpu_walked or util.get("server", 0.0) < CPU_LEFT_OUT):
             reads = _extend(fetches, count * n_push // n_fetch + 2, period_of(fetches))
             fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(updates))
         t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), updates)
@@ -875,14 +903,14 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         # on; it applies every message, one at a time, from the first push
         t_last = max(t_last, float(times.min()) + (updates - 1) * costs.server_update_s)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
-        reshuffled = _reshuffled(util, law, cycle / m) or _hangs_on_ties(
-            topo, whole, law.mean, costs.server_update_s, n_fetch, n_push, pushes)
+        reshuffled = _reshuffled(util, law, cycle / m) or tied
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
         updates = min(updates, max(1.0, t_last / per_update))
     if fixed is not None:
         # (a schedule that hangs on its ties is the simulator's only while they hold)
-        staleness, staleness_law = fixed, ("approximation" if reshuffled else "exact") + \
+        staleness, staleness_law = fixed, (
+            "exact" if _ideal(sc) and not reshuffled else "approximation") + \
             ": the order of the periodic schedule's applies and fetches"
     else:
         # the read's time to its push: its steps, the pushes ending them and
@@ -939,13 +967,14 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
 
 
 def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
-                       n_fetch: int, n_push: int,
-                       last_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                       n_fetch: int, n_push: int, last_first: bool = False,
+                       run_steps: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """When each message of identical fixed-time learners is applied and
     when each fetch reads the weights (learners x messages, learners x
-    fetches), over enough steps to see the period. A push that is not
-    followed by a fetch does not wait for the server's CPU. With n_fetch =
-    n_push = 1 this is async: push, wait for the update, pull."""
+    fetches), over enough steps to see the period, or the run's
+    ``run_steps`` steps a learner where it has not shown by then. A push
+    that is not followed by a fetch does not wait for the server's CPU.
+    With n_fetch = n_push = 1 this is async: push, wait for the update, pull."""
     period = math.lcm(n_fetch, n_push)
     server = [(("server_cpu",), update_s)] if update_s else []
 
@@ -959,12 +988,23 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
                 walk += after + (server if k % n_fetch == 0 else [])
                 marks["push"].append(len(walk) - 1)
             if k % n_fetch == 0:
+                if k % n_push and update_s:
+                    # a fetch waits for the CPU's backlog, its own push or not
+                    walk.append((("server_cpu",), 0.0))
                 marks["fetch"].append(len(walk) - 1)
                 walk += reply
         return walk, marks
-    times = _paced_walk(walk_of, topo.learners, max(2, math.ceil(SKELETON_STEPS // 2 / period)),
-                        topo.fabric_share, last_first)
-    return times["push"], times["fetch"]
+    # many learners can settle slowly (99 learners whose fetches queue at
+    # the server's port: 0.223 s a message over their first six, 0.255 in
+    # the end): walk on until the pushes repeat or the run is walked
+    periods = max(2, math.ceil(SKELETON_STEPS // 2 / period))
+    while True:
+        times = _paced_walk(walk_of, topo.learners, periods, topo.fabric_share, last_first)
+        walked = periods * period
+        if period_of(times["push"]) is not None or walked >= run_steps or \
+                2 * walked * topo.learners > MAX_SKELETON_STAGES:
+            return times["push"], times["fetch"]
+        periods *= 2
 
 
 def _hangs_on_ties(topo: Topology, loop: Loop, step: float, update_s: float, n_fetch: int,
@@ -973,9 +1013,8 @@ def _hangs_on_ties(topo: Topology, loop: Loop, step: float, update_s: float, n_f
     the simulator breaks in the order they asked, and so does the schedule.
     Where breaking them the other way settles it at another pace, the pace
     hangs on them: the clock's rounding breaks a tie the other way at some
-    point of a long run, and any step noise at once (3 learners, two shards
-    across a fat tree's leaves: 2.28 s a message in the order they asked for
-    111 messages, then 2.07; 2.06 with steps of cv 0.05). Say so."""
+    point of a long run, and any step noise at once. Say so (async's
+    schedule; downpour's walks both orders and takes the busier one)."""
     other = _downpour_skeleton(topo, loop, step, update_s, n_fetch, n_push, last_first=True)[0]
     return _tied(float(_paces(pushes, period_of(pushes)).mean()),
                  float(_paces(other, period_of(other)).mean()), "the schedule's pace hangs",

@@ -41,8 +41,10 @@ overheads (:mod:`asgdsim.overheads`) are fitted on single-GPU FP32 steps of
 ``catalog/whole_network.csv``, which share a few figures with this table
 (the single-GPU rows of the TensorFlow page and of NVIDIA's READMEs):
 ``in_fit`` marks those. ``held_out`` marks the rows set aside before the
-first comparison, none of them in any fit (the CSCS report, and NVIDIA's
-MXNet tables beyond one GPU); their errors are reported apart.
+first comparison, none of them in any fit (the CSCS report, NVIDIA's MXNet
+tables beyond one GPU, and every row of the two publishers added last,
+OneFlow's DLPerf and Ray's RaySGD benchmarks, entered before any of them
+was simulated); their errors are reported apart.
 
 Two metrics per row: the throughput itself (``throughput_samples_per_s``),
 whose error is the single GPU's step cost and the cluster's together, and,
@@ -71,9 +73,12 @@ THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
 #: frameworks whose collective runs during the backward pass (Horovod's
-#: tensor fusion, PyTorch DDP's gradient buckets); TensorFlow 1.1's
-#: replicated variables sum them after it
-OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel", re.IGNORECASE)
+#: tensor fusion, PyTorch DDP's gradient buckets, OneFlow's actors and
+#: Paddle's ParallelExecutor, which start each gradient's all-reduce when it
+#: is ready); TensorFlow's replicated variables and tf.distribute's
+#: strategies sum them after it
+OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel|OneFlow|ParallelExecutor",
+                         re.IGNORECASE)
 #: rounds each learner runs: enough for a round's mean, a few seconds for the whole table
 ROUNDS = 20
 #: above this many learners the closed form stands in for the simulation

@@ -45,7 +45,9 @@ def test_every_row_has_a_source_and_parses():
 
 def test_the_table_covers_what_the_issue_asks():
     assert len(ROWS) >= 150
-    assert len({m.source for m in ROWS}) >= 5
+    # independent publishers, not tables: NVIDIA's three READMEs are one
+    publishers = {m.source.split("-")[0] for m in ROWS}
+    assert len(publishers) >= 5, publishers
     assert {"sync", "allreduce"} <= {m.algorithm for m in ROWS}
     assert len({ARCHITECTURES[m.gpu] for m in ROWS}) >= 3
     assert max(m.gpus for m in ROWS) >= 64 and max(m.nodes for m in ROWS) >= 8

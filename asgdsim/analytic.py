@@ -53,8 +53,9 @@ OUTSIDE = "outside the closed form's assumptions"
 #: links can need a hundred steps
 SKELETON_STEPS = 40
 MAX_SKELETON_STEPS = 1024
-#: most steps of all learners together a server's schedule walks to find its period
-MAX_SKELETON_STAGES = 1 << 16
+#: most steps, of all learners together, of the one longer walk a server's
+#: schedule takes where it has not repeated within SKELETON_STEPS
+MAX_SKELETON_WALK = 1 << 13
 #: the server CPU's busy share below which a downpour schedule that leaves
 #: it out of pushes no fetch waits on still orders applies and fetches
 CPU_LEFT_OUT = 0.5
@@ -575,7 +576,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
                                      run_steps=n / m)[0]
         laws.update(_outside(_hangs_on_ties(topo, loop, law.mean, costs.server_update_s, 1, 1,
-                                            applies)))
+                                            applies, n / m)))
         return _async_from_schedule(sc, applies, cycle, bound, laws)
     # start-up: every learner's first step begins at 0; by renewal theory
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a saturated shared
@@ -596,7 +597,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
         laws.update(_outside(_reshuffled(util, law, per_gradient) or _hangs_on_ties(
-            topo, loop, law.mean, costs.server_update_s, 1, 1, applies)))
+            topo, loop, law.mean, costs.server_update_s, 1, 1, applies, n / m)))
     t_last = arrival
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
@@ -876,12 +877,14 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
                           for order in (False, True))
         paces = [float(_paces(p, period_of(p)).mean()) for p, _ in (asked, reverse)]
         tied = _tied(*paces, "the schedule's pace hangs", "a message")
-        # where the pace hangs on ties, step noise breaks them toward the order
-        # that leaves what the learners share the less idle (8 M40 learners at
-        # a busy server CPU: 0.223 s a message the way they asked, 0.192 the
-        # other way, 50.1 s an epoch simulated with steps of cv 0.07, 49.6 and
-        # 57.9 closed form); the label stands, as fixed steps can hold either
-        pushes, fetches = reverse if tied and paces[1] < paces[0] else asked
+        # where the pace hangs on ties, fixed steps keep the order the learners
+        # asked in, and step noise breaks them toward the order that leaves
+        # what they share the less idle (8 M40 learners at a busy server CPU:
+        # 0.223 s a message the way they asked, 0.193 the other way; 57.9 s
+        # an epoch simulated with fixed steps, 50.1 with steps of cv 0.07,
+        # 57.9 and 49.7 closed form); the label stands
+        noisy = tied and not law.is_constant and paces[1] < paces[0]
+        pushes, fetches = reverse if noisy else asked
         count = _steps_for(pushes, updates, 8)
         times = _extend(pushes, count, period_of(pushes))
         # the schedule applies a push no fetch waits on as it arrives, before
@@ -971,8 +974,8 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
                        run_steps: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """When each message of identical fixed-time learners is applied and
     when each fetch reads the weights (learners x messages, learners x
-    fetches), over enough steps to see the period, or the run's
-    ``run_steps`` steps a learner where it has not shown by then. A push
+    fetches), over enough steps to see the period, or else the run's
+    ``run_steps`` steps a learner (within MAX_SKELETON_WALK). A push
     that is not followed by a fetch does not wait for the server's CPU.
     With n_fetch = n_push = 1 this is async: push, wait for the update, pull."""
     period = math.lcm(n_fetch, n_push)
@@ -994,28 +997,28 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
                 marks["fetch"].append(len(walk) - 1)
                 walk += reply
         return walk, marks
-    # many learners can settle slowly (99 learners whose fetches queue at
-    # the server's port: 0.223 s a message over their first six, 0.255 in
-    # the end): walk on until the pushes repeat or the run is walked
     periods = max(2, math.ceil(SKELETON_STEPS // 2 / period))
-    while True:
-        times = _paced_walk(walk_of, topo.learners, periods, topo.fabric_share, last_first)
-        walked = periods * period
-        if period_of(times["push"]) is not None or walked >= run_steps or \
-                2 * walked * topo.learners > MAX_SKELETON_STAGES:
-            return times["push"], times["fetch"]
-        periods *= 2
+    times = _paced_walk(walk_of, topo.learners, periods, topo.fabric_share, last_first)
+    # many learners can settle slowly (99 learners whose fetches queue at
+    # the server's port: 0.224 s a message over their first six, 0.245 in
+    # the end): where the pushes have not repeated, walk the run, or as much
+    # of it as MAX_SKELETON_WALK allows, once more
+    longer = min(math.ceil(run_steps / period), MAX_SKELETON_WALK // (period * topo.learners))
+    if period_of(times["push"]) is None and longer > periods:
+        times = _paced_walk(walk_of, topo.learners, longer, topo.fabric_share, last_first)
+    return times["push"], times["fetch"]
 
 
 def _hangs_on_ties(topo: Topology, loop: Loop, step: float, update_s: float, n_fetch: int,
-                   n_push: int, pushes: np.ndarray) -> str | None:
+                   n_push: int, pushes: np.ndarray, run_steps: float = 0.0) -> str | None:
     """Identical fixed-time learners meet at what they share in ties, which
     the simulator breaks in the order they asked, and so does the schedule.
     Where breaking them the other way settles it at another pace, the pace
     hangs on them: the clock's rounding breaks a tie the other way at some
     point of a long run, and any step noise at once. Say so (async's
     schedule; downpour's walks both orders and takes the busier one)."""
-    other = _downpour_skeleton(topo, loop, step, update_s, n_fetch, n_push, last_first=True)[0]
+    other = _downpour_skeleton(topo, loop, step, update_s, n_fetch, n_push, last_first=True,
+                               run_steps=run_steps)[0]
     return _tied(float(_paces(pushes, period_of(pushes)).mean()),
                  float(_paces(other, period_of(other)).mean()), "the schedule's pace hangs",
                  "a message")

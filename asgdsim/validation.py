@@ -72,12 +72,16 @@ EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_cop
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
-#: frameworks whose collective runs during the backward pass (Horovod's
-#: tensor fusion, PyTorch DDP's gradient buckets, OneFlow's actors and
-#: Paddle's ParallelExecutor, which start each gradient's all-reduce when it
-#: is ready); TensorFlow's replicated variables and tf.distribute's
-#: strategies sum them after it
-OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel|OneFlow|ParallelExecutor",
+#: frameworks whose collective runs during the backward pass, read from a
+#: row's framework and setting: Horovod's tensor fusion, PyTorch DDP's
+#: gradient buckets, OneFlow's actors (an op runs once its inputs are
+#: ready: docs.oneflow.org "OneFlow System Design", runtime based on actor
+#: system; Yuan et al. 2021, arXiv:2110.15032) and Paddle's collective mode
+#: (its ParallelExecutor "executes the Op depending on whether the input of
+#: Op is ready" and aggregates the gradients during execution:
+#: paddlepaddle.org.cn api_guides/low_level/parallel_executor); TensorFlow
+#: 1.1's replicated variables and tf.distribute's strategies sum them after it
+OVERLAPPING = re.compile(r"Horovod|DistributedDataParallel|OneFlow|paddle\.distributed",
                          re.IGNORECASE)
 #: rounds each learner runs: enough for a round's mean, a few seconds for the whole table
 ROUNDS = 20
@@ -199,7 +203,7 @@ def scenario_of(m: Measurement, tensor_shards: bool = False):
         algorithm.update(servers=m.servers or 1, placement="colocated", overlap="backward")
         if tensor_shards and (m.servers or 1) > 1:
             algorithm["split"] = tensor_split(m)
-    if m.algorithm == "allreduce" and OVERLAPPING.search(m.published_setting):
+    if m.algorithm == "allreduce" and OVERLAPPING.search(f"{m.framework} {m.published_setting}"):
         # Horovod and DDP sum each gradient as soon as the backward pass has it
         algorithm["overlap"] = "backward"
     workload = {"model": m.model, "dataset_samples": 1281167, "sub_batch": m.batch_per_gpu * k,

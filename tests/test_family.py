@@ -252,6 +252,30 @@ def test_ssp_barrier_laws():
     assert "exact" in pred.laws["staleness"] and "exact" in pred.laws["epoch_time"]
 
 
+def test_ssp_barrier_rounds_are_no_shorter_than_the_servers_applies():
+    # s = 0 over 256 K20 learners with fixed steps, CaffeNet's 244 MB of
+    # gradients: the server's CPU applies one in 23.8 ms, 6.10 s a round of
+    # 256, while the walked lifts of the barrier came 5.79 s apart and left
+    # the CPU's backlog to grow (271.6 s an epoch against 286.6 simulated:
+    # agreement draw seed 5 random-144, unlabelled). A round takes at least
+    # its applies: within 1 %
+    sc = scenario_from_dict({
+        "name": "cpu-bound-barrier", "seed": 5,
+        "workload": {"model": "caffenet", "dataset_samples": 1536000, "sub_batch": 128,
+                     "input": "cached", "input_copy": "uint8"},
+        "cluster": {"gpu": "K20", "network": "100gbe", "gpus_per_node": 8,
+                    "host_link": "pcie3-x16", "gpus_per_host_link": 2, "nodes": 32,
+                    "topology": {"kind": "fat-tree", "nodes_per_switch": 4,
+                                 "oversubscription": 2.0}},
+        "algorithm": {"kind": "ssp", "staleness_bound": 0},
+        "timing": {"compute": {"distribution": "deterministic", "mean": "777.9 ms"},
+                   "communication": "modelled"},
+        "stop": {"gradients": 12000}})
+    res, pred = simulate(sc), predict(sc)
+    assert pred.bound == "server"
+    assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=0.01)
+
+
 def test_ssp_never_starts_a_step_before_the_bound_lets_it():
     # shifted-exponential steps: a step began at most t_end - shift, and by
     # then every learner had pushed i - s gradients

@@ -242,6 +242,11 @@ def _modelled_barrier(scenario, costs, base, run, law):
     # one staggered by the server's applies): the mean of the later ones
     per_round = float(np.mean(rounds[-2:] if len(rounds) < ROUNDS_WALKED
                               else rounds[ROUNDS_WALKED // 2:]))
+    # the lifts can outrun the server's CPU, whose backlog then grows round
+    # after round: no round is shorter than its L applies one at a time (256
+    # K20 learners, CaffeNet: 5.79 s a round walked, 6.10 s of applies, 6.10
+    # simulated), nor than its L messages through the port
+    per_round = max(per_round, L * update, L * message)
     n = base.gradients
     laws = dict(base.laws)
     laws["epoch_time"] = ("approximation: a barrier each step, lifted by the last gradient's "

@@ -771,6 +771,7 @@ def validation_text(table) -> str:
         if not (table["metric"] == metric).any():
             continue
         lines.append(f"\nmedian absolute error of the {what}:")
+        groups = []
         for by, part, prefix in ((None, table, ""), ("held_out", table, ""),
                                  ("system", held, "held out, system "),
                                  *((by, table, f"{by} ") for by in
@@ -779,7 +780,10 @@ def validation_text(table) -> str:
                 label = ("all rows" if by is None else
                          {"yes": "held out", "no": "used in development"}[name] if by == "held_out"
                          else f"{prefix}{name}")
-                lines.append(f"  {label:<42}{int(r['rows']):>5} rows {100 * r['median_abs_err']:7.1f} %")
+                groups.append((label, r))
+        width = max(42, *(len(label) + 1 for label, _ in groups))
+        lines += [f"  {label:<{width}}{int(r['rows']):>5} rows {100 * r['median_abs_err']:7.1f} %"
+                  for label, r in groups]
     refused = int(rows["rel_err"].isna().sum())
     if refused:
         lines.append(f"\n{refused} rows not estimated (the 'method' column says why)")

@@ -126,6 +126,12 @@ def estimate(scenario: Scenario) -> Estimate:
             raise ScenarioError("", [("stop.time", f"expected at least one learner step "
                                                    f"({step_s:.3g} s), got {stop.time:.3g} s: "
                                                    "the run would end before any gradient")])
+        if scenario.algorithm.kind == "sprint" and stop.time < 2 * cycle_s:
+            # SPRINT applies a cycle's gradients at the end of the next one
+            raise ScenarioError("", [("stop.time", f"expected at least SPRINT's first update, "
+                                                   f"two cycles in ({2 * cycle_s:.3g} s), got "
+                                                   f"{stop.time:.3g} s: the run would end "
+                                                   "before any update")])
         lengths["stop.time"] = stop.time * per_s
     key = min(lengths, key=lengths.get)
     gradients = lengths[key]

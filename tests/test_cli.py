@@ -123,6 +123,8 @@ BAD = [
     ({"algorithm": {"kind": "sync"}, "timing.update_interval": "1 s"}, "timing.update_interval",
      "only sprint"),
     ({"algorithm.allreduc": "tree"}, "algorithm.allreduc", "did you mean 'allreduce'"),
+    # SPRINT applies its first cycle's gradients two cycles in
+    ({"timing.update_interval": "1 s", "stop": {"time": "1.8 s"}}, "stop.time", "first update"),
 ]
 
 

@@ -213,7 +213,7 @@ def _modelled_barrier(scenario, costs, base, run, law):
     message = topo.message_s(loop_, "server_port_in")
     pull, update = sum(st.duration_s for st in loop_.reply), costs.server_update_s
     before = [_resolved(topo, loop_.before, i) for i in range(L)]
-    starts, busy, rounds = np.zeros(L), 0.0, []
+    starts, busy, rounds, backlogs = np.zeros(L), 0.0, [], []
     starts[-1] = update + pull
     places = np.arange(L)
     for _ in range(ROUNDS_WALKED):
@@ -236,17 +236,19 @@ def _modelled_barrier(scenario, costs, base, run, law):
         starts = np.empty(L)
         starts[rank] = np.maximum(0.0, applied + pull - lifted)
         busy = max(0.0, applied[-1] - lifted)
-        if len(rounds) >= 4 and np.allclose(rounds[-2:], rounds[-4:-2], rtol=1e-12, atol=0.0):
-            break      # settled: a round repeats itself, or two alternate
+        backlogs.append(busy)
+        if len(rounds) >= 4 and np.allclose(rounds[-2:], rounds[-4:-2], rtol=1e-12, atol=0.0) \
+                and np.allclose(backlogs[-2:], backlogs[-4:-2], rtol=1e-12, atol=1e-12):
+            break      # settled: a round repeats itself, or two alternate, the CPU's backlog too
     # the rounds may settle into a cycle (a round that starts together, then
     # one staggered by the server's applies): the mean of the later ones
     per_round = float(np.mean(rounds[-2:] if len(rounds) < ROUNDS_WALKED
                               else rounds[ROUNDS_WALKED // 2:]))
-    # the lifts can outrun the server's CPU, whose backlog then grows round
-    # after round: no round is shorter than its L applies one at a time (256
-    # K20 learners, CaffeNet: 5.79 s a round walked, 6.10 s of applies, 6.10
-    # simulated), nor than its L messages through the port
-    per_round = max(per_round, L * update, L * message)
+    # the server's CPU applies a round's L gradients one at a time: where it
+    # is the bound its backlog grows for rounds before the lifts keep its
+    # pace (256 K20 learners, CaffeNet: 5.79 s a round over the first ten,
+    # 6.10 s of applies a round, 6.10 simulated), and no round is shorter
+    per_round = max(per_round, L * update)
     n = base.gradients
     laws = dict(base.laws)
     laws["epoch_time"] = ("approximation: a barrier each step, lifted by the last gradient's "

@@ -2142,9 +2142,19 @@ def _sprint_staleness(windows: Windows | None, d: Deliveries | None, T: float, w
     if tail is not None and gradients > transient:
         rest = gradients - transient
         if windows is None:
-            first = min(rest, early)
-            parts.append((first, tail.early_staleness))
-            rest -= first
+            # the first window's deliveries read the initial weights and the
+            # first update applies them: staleness 0, as many as the run holds
+            # (a run that stops at its first update holds only them: 80
+            # V100s, 480 to 520 gradients, 0.144 from the early law, 0
+            # simulated); the other early ones, read in it and delivered
+            # later, take the early law past 0
+            early_law = tail.early_staleness
+            zero = min(rest, tail.gradients_per_s * T)
+            later = min(rest - zero, max(0.0, early - tail.gradients_per_s * T))
+            parts.append((zero, Pmf.point(0)))
+            if later > 0 and early_law.prob(0) < 1.0:
+                parts.append((later, early_law.less(Pmf.point(0), early_law.prob(0))))
+            rest -= zero + later
         if rest > 0:
             parts.append((rest, tail.staleness))
     total = sum(w for w, _ in parts)

@@ -729,6 +729,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from .validation import SEARCHED_IN
 
         raise UsageError(f"--only: no row's {SEARCHED_IN} mentions {args.only!r}")
+    if args.tensor_shards:
+        print("TensorFlow's parameter servers hold whole tensors (--tensor-shards)\n")
     print(validation_text(table))
     from .atomic import atomic_write
     from .validation import validation_figure
@@ -1018,8 +1020,8 @@ def _parser() -> argparse.ArgumentParser:
     from .validation import SEARCHED_IN
 
     val.add_argument("--only", metavar="TEXT",
-                     help=f"keep the rows whose {SEARCHED_IN} mention TEXT (case-insensitive), "
-                     "e.g. K80, resnet50, cscs, allreduce")
+                     help=f"keep the rows whose {SEARCHED_IN} mention TEXT at the start of a "
+                     "word (case-insensitive), e.g. K80, resnet50, cscs, allreduce, ray")
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")
     val.add_argument("--tensor-shards", action="store_true",

@@ -67,8 +67,8 @@ TABLE = "cluster_measurements.csv"
 #: the columns of validation.csv (CONTRACT.md), then what helps read them
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
-EXTRA = ["algorithm", "precision", "layout", "batch_per_gpu", "data", "input_copy", "cuda_graphs",
-         "held_out", "in_fit", "method", "reference", "table"]
+EXTRA = ["algorithm", "framework", "precision", "layout", "batch_per_gpu", "data", "input_copy",
+         "cuda_graphs", "held_out", "in_fit", "method", "reference", "table"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
@@ -237,9 +237,15 @@ def estimate(m: Measurement, tensor_shards: bool = False) -> tuple[float, str]:
     return float(simulate(sc).summary["throughput_samples_per_s"]), "simulated"
 
 
+def mentions(text: str, what: str) -> bool:
+    """Whether ``text`` (lower case) has ``what`` at the start of a word:
+    ``ray`` finds Ray's rows, not the Cray XC50's."""
+    return re.search(r"(?<![0-9a-z])" + re.escape(what.lower()), text) is not None
+
+
 def validate(only: str | None = None, tensor_shards: bool = False):
     """One row per measurement kept by ``only`` (a case-insensitive text
-    every kept row contains): the contract's columns and the extras;
+    every kept row has at the start of a word): the contract's columns and the extras;
     ``tensor_shards``: see :func:`scenario_of`."""
     import pandas as pd
 
@@ -247,7 +253,7 @@ def validate(only: str | None = None, tensor_shards: bool = False):
 
     fitted, rows = fitted_rows(), []
     for m in measurements():
-        if only and only.lower() not in m.text:
+        if only and not mentions(m.text, only):
             continue
         try:
             simulated, method = estimate(m, tensor_shards)
@@ -257,7 +263,8 @@ def validate(only: str | None = None, tensor_shards: bool = False):
                      "gpus": m.gpus, "nodes": m.nodes, "metric": m.metric,
                      "measured": m.measured, "simulated": simulated,
                      "rel_err": (simulated - m.measured) / m.measured,
-                     "algorithm": m.algorithm, "precision": m.precision, "layout": m.layout,
+                     "algorithm": m.algorithm, "framework": m.framework,
+                     "precision": m.precision, "layout": m.layout,
                      "batch_per_gpu": m.batch_per_gpu, "data": m.data, "input_copy": m.input_copy,
                      "cuda_graphs": "yes" if m.cuda_graphs else "no",
                      "held_out": "yes" if m.held_out else "no",

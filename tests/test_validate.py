@@ -124,6 +124,15 @@ def test_only_looks_in_what_says_which_cluster_a_row_is_not_in_its_note():
     assert {m.algorithm for m in ROWS if "allreduce" in m.text} == {"allreduce"}
 
 
+def test_only_matches_at_the_start_of_a_word():
+    # "ray" is Ray's benchmarks, not the Cray XC50 of Piz Daint
+    from asgdsim.validation import mentions
+
+    assert {m.source for m in ROWS if mentions(m.text, "ray")} == {"ray-sgd-benchmarks"}
+    assert {m.system for m in ROWS if mentions(m.text, "cray")} == {"Piz Daint (Cray XC50)"}
+    assert {m.gpu for m in ROWS if mentions(m.text, "V100")} == {"V100", "V100-32GB"}
+
+
 def test_tensor_shards_place_variables_as_tf_cnn_benchmarks_does():
     rows = [m for m in ROWS if m.system == "AWS p2.xlarge" and (m.servers or 1) > 1]
     assert {tensor_split(m) for m in rows} == {"greedy", "round-robin"}

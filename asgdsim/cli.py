@@ -721,7 +721,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .output import check_writable, interrupts_held
 
     out = Path(args.out)
-    check_writable(out, args.overwrite)     # refuse before a minute of simulating
+    # refuse before a minute of simulating
+    check_writable(out, args.overwrite, files=("validation.csv", "validation.png"))
     from .validation import validate
 
     table = validate(args.only, tensor_shards=args.tensor_shards)

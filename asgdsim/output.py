@@ -41,13 +41,18 @@ TRACE_FILE = "trace.json"
 DERIVED_FILES = (TRACE_FILE, "report.html", "replay.csv", "figures/replay.png")
 
 
-def check_writable(out: Path, overwrite: bool) -> None:
+def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = ()) -> None:
     """Refuse, before any work, an output folder that could not be written:
     one that is a file, under a file, in a folder that is not writable, or
-    that holds files (unless ``overwrite``)."""
+    that holds files (unless ``overwrite``), or where one of the ``files``
+    the command writes is a folder."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise OutputExists(f"{out} exists and is not a folder")
+    for name in files:
+        if (out / name).exists() and not (out / name).is_file():
+            raise OutputExists(f"{out / name} is a folder, where this command writes its file "
+                               f"{name}; choose another folder with --out")
     # the nearest existing folder above is where the missing ones get made
     parent = out if out.exists() else next((p for p in out.absolute().parents if p.exists()), None)
     if parent is not None and not parent.is_dir():

@@ -309,16 +309,25 @@ def medians(table, by: str | None, metric: str = THROUGHPUT):
 
 def validation_figure(table):
     """Simulated against measured throughput, log-log: one marker per
-    system, the diagonal and the +-20 % band."""
+    system (hollow where held out), the diagonal and the +-20 % band. A
+    system keeps its colour and marker whatever ``--only`` kept."""
+    from matplotlib import colormaps
     from matplotlib.figure import Figure
 
     done = table[table["metric"] == THROUGHPUT].dropna(subset=["simulated"])
     fig = Figure(figsize=(7.5, 6.5), layout="constrained")
     ax = fig.add_subplot()
-    markers = "os^vD<>pPX*h"
-    for i, (system, rows) in enumerate(done.groupby("system")):
-        ax.scatter(rows["measured"], rows["simulated"], s=22, marker=markers[i % len(markers)],
-                   alpha=0.8, label=f"{system} ({len(rows)})")
+    markers, colours = "os^vD<>pPX*h", colormaps["tab20"].colors
+    systems = sorted({m.system for m in measurements()})
+    for system, rows in done.groupby("system"):
+        i = systems.index(system) if system in systems else len(systems)
+        colour, label = colours[i % len(colours)], f"{system} ({len(rows)})"
+        held = rows["held_out"] == "yes"
+        for part, face in ((rows[~held], colour), (rows[held], "none")):
+            if len(part):
+                ax.scatter(part["measured"], part["simulated"], s=22, marker=markers[i % len(markers)],
+                           facecolors=face, edgecolors=colour, alpha=0.85, label=label)
+                label = None
     if len(done):
         lo = 0.7 * min(done["measured"].min(), done["simulated"].min())
         hi = 1.4 * max(done["measured"].max(), done["simulated"].max())
@@ -332,7 +341,7 @@ def validation_figure(table):
     ax.set_yscale("log")
     ax.set_xlabel("measured throughput (samples/s)")
     ax.set_ylabel("simulated throughput (samples/s)")
-    ax.set_title(f"asgdsim against {len(done)} published measurements")
+    ax.set_title(f"asgdsim against {len(done)} published measurements (hollow: held out)")
     ax.legend(fontsize=7, loc="upper left")
     return fig
 

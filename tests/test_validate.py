@@ -105,6 +105,10 @@ def test_command_refuses_what_it_cannot_do(tmp_path, capsys):
     with pytest.raises(SystemExit) as empty:
         main(["validate", "--out", "", "--only", "dgx-2"])
     assert empty.value.code == 2 and "--out" in capsys.readouterr().err
+    # a folder where it writes a file: refused before simulating, not an internal error after
+    (tmp_path / "d" / "validation.png").mkdir(parents=True)
+    assert main(["validate", "--out", str(tmp_path / "d"), "--only", "dgx-2", "--overwrite"]) == 2
+    assert "validation.png is a folder" in capsys.readouterr().err
 
 
 def test_command_refuses_a_folder_the_system_will_not_make_before_simulating(capsys):
@@ -170,6 +174,23 @@ def test_the_medians_hold(whole_table):
                 assert got["rows"] == expected["rows"], (metric, by, name)
                 assert got["median_abs_err"] == pytest.approx(expected["median_abs_err"], abs=0.002), \
                     (metric, by, name)
+
+
+def test_figure_keeps_each_systems_style_and_marks_the_held_out(whole_table):
+    from asgdsim.validation import validation_figure
+
+    def styles(table):
+        ax = validation_figure(table).axes[0]
+        return {c.get_label(): (tuple(c.get_edgecolor()[0]),
+                                (len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0))
+                for c in ax.collections if c.get_label().startswith("AWS p")}
+    full = styles(whole_table)
+    alone = styles(whole_table[whole_table["system"] == "AWS p3dn.24xlarge"])
+    label = next(name for name in full if name.startswith("AWS p3dn"))
+    assert alone[label] == full[label]
+    edge, hollow = full[label]
+    assert hollow and edge[3] > 0                # held out: hollow
+    assert not full[next(name for name in full if name.startswith("AWS p2.8xlarge"))][1]
 
 
 def test_whole_table_is_estimated_and_stays_within_its_bounds(whole_table):

@@ -576,7 +576,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
                                      run_steps=n / m)[0]
         laws.update(_outside(_hangs_on_ties(topo, loop, law.mean, costs.server_update_s, 1, 1,
-                                            applies, n / m)))
+                                            applies, n / m)[0]))
         return _async_from_schedule(sc, applies, cycle, bound, laws)
     # start-up: every learner's first step begins at 0; by renewal theory
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a saturated shared
@@ -597,7 +597,7 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
         arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
         epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
         laws.update(_outside(_reshuffled(util, law, per_gradient) or _hangs_on_ties(
-            topo, loop, law.mean, costs.server_update_s, 1, 1, applies, n / m)))
+            topo, loop, law.mean, costs.server_update_s, 1, 1, applies, n / m)[0]))
     t_last = arrival
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
@@ -871,20 +871,18 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
         # nearly identical steps: the in-phase start's bursts and the
         # stagger they settle into, each message moved by its steps' noise
-        asked, reverse = (_downpour_skeleton(topo, whole, law.mean, costs.server_update_s,
-                                             n_fetch, n_push, last_first=order,
-                                             run_steps=updates * n_push / m)
-                          for order in (False, True))
-        paces = [float(_paces(p, period_of(p)).mean()) for p, _ in (asked, reverse)]
-        tied = _tied(*paces, "the schedule's pace hangs", "a message")
+        run_steps = updates * n_push / m
+        asked = _downpour_skeleton(topo, whole, law.mean, costs.server_update_s, n_fetch, n_push,
+                                   run_steps=run_steps)
+        tied, reverse, faster = _hangs_on_ties(topo, whole, law.mean, costs.server_update_s,
+                                               n_fetch, n_push, asked[0], run_steps)
         # where the pace hangs on ties, fixed steps keep the order the learners
         # asked in, and step noise breaks them toward the order that leaves
         # what they share the less idle (8 M40 learners at a busy server CPU:
         # 0.223 s a message the way they asked, 0.193 the other way; 57.9 s
         # an epoch simulated with fixed steps, 50.1 with steps of cv 0.07,
         # 57.9 and 49.7 closed form); the label stands
-        noisy = tied and not law.is_constant and paces[1] < paces[0]
-        pushes, fetches = reverse if noisy else asked
+        pushes, fetches = reverse if tied and faster and not law.is_constant else asked
         count = _steps_for(pushes, updates, 8)
         times = _extend(pushes, count, period_of(pushes))
         # the schedule applies a push no fetch waits on as it arrives, before
@@ -1010,18 +1008,19 @@ def _downpour_skeleton(topo: Topology, loop: Loop, step: float, update_s: float,
 
 
 def _hangs_on_ties(topo: Topology, loop: Loop, step: float, update_s: float, n_fetch: int,
-                   n_push: int, pushes: np.ndarray, run_steps: float = 0.0) -> str | None:
+                   n_push: int, pushes: np.ndarray, run_steps: float = 0.0
+                   ) -> tuple[str | None, tuple[np.ndarray, np.ndarray], bool]:
     """Identical fixed-time learners meet at what they share in ties, which
-    the simulator breaks in the order they asked, and so does the schedule.
-    Where breaking them the other way settles it at another pace, the pace
-    hangs on them: the clock's rounding breaks a tie the other way at some
-    point of a long run, and any step noise at once. Say so (async's
-    schedule; downpour's walks both orders and takes the busier one)."""
+    the simulator breaks in the order they asked, and so does the schedule
+    (``pushes``). Where breaking them the other way settles it at another
+    pace, the pace hangs on them: the clock's rounding breaks a tie the
+    other way at some point of a long run, and any step noise at once. The
+    label that says so (or None), the schedule walked the other way (its
+    applies and fetches), and whether that one is the faster."""
     other = _downpour_skeleton(topo, loop, step, update_s, n_fetch, n_push, last_first=True,
-                               run_steps=run_steps)[0]
-    return _tied(float(_paces(pushes, period_of(pushes)).mean()),
-                 float(_paces(other, period_of(other)).mean()), "the schedule's pace hangs",
-                 "a message")
+                               run_steps=run_steps)
+    asked, reverse = (float(_paces(p, period_of(p)).mean()) for p in (pushes, other[0]))
+    return _tied(asked, reverse, "the schedule's pace hangs", "a message"), other, reverse < asked
 
 
 #: relative difference of two schedules' paces above which the pace hangs on ties

@@ -195,11 +195,12 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     ``events`` False leaves out the per-gradient and per-update tables)."""
     scenario = _load(args)      # first: a mistake is answered before the heavy imports
     budget.check_learners(scenario, args.scenario)      # so is a cluster too big to simulate
-    from .output import check_writable, write_run
+    from .output import COMPARE_FILES, RUN_FILES, check_writable, write_run
     from .simulation import simulate
 
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
-    check_writable(out, args.overwrite)   # refuse before spending the simulation
+    # refuse before spending the simulation
+    check_writable(out, args.overwrite, files=RUN_FILES if events else COMPARE_FILES)
     budget.check(scenario, args.scenario, args.max_events, args.max_memory)
     timeline = None
     if _tracing(args):

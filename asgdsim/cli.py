@@ -717,7 +717,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    if args.only is not None and not args.only.strip():
+    only = args.only or []
+    if any(not text.strip() for text in only):
         raise UsageError("--only: expected some text to look for in the rows, got nothing")
     from .output import check_writable, interrupts_held
 
@@ -726,11 +727,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check_writable(out, args.overwrite, files=("validation.csv", "validation.png"))
     from .validation import validate
 
-    table = validate(args.only, tensor_shards=args.tensor_shards)
+    table = validate(only, tensor_shards=args.tensor_shards)
     if table.empty:
         from .validation import SEARCHED_IN
 
-        raise UsageError(f"--only: no row's {SEARCHED_IN} mentions {args.only!r}")
+        asked = " and ".join(map(repr, only))
+        raise UsageError(f"--only: no row's {SEARCHED_IN} mentions {asked}")
     if args.tensor_shards:
         print("TensorFlow's parameter servers hold whole tensors (--tensor-shards)\n")
     print(validation_text(table))
@@ -1021,9 +1023,10 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--out", type=_path, default="runs/validate", help="output folder (default runs/validate)")
     from .validation import SEARCHED_IN
 
-    val.add_argument("--only", metavar="TEXT",
+    val.add_argument("--only", metavar="TEXT", action="append",
                      help=f"keep the rows whose {SEARCHED_IN} mention TEXT at the start of a "
-                     "word (case-insensitive), e.g. K80, resnet50, cscs, allreduce, ray")
+                     "word (case-insensitive), e.g. K80, resnet50, cscs, allreduce, ddp, ray; "
+                     "given again, a row must mention every TEXT")
     val.add_argument("--overwrite", action="store_true",
                      help="replace validation.csv and validation.png in a folder that holds files")
     val.add_argument("--tensor-shards", action="store_true",

@@ -57,6 +57,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from importlib import resources
 
@@ -243,17 +244,18 @@ def mentions(text: str, what: str) -> bool:
     return re.search(r"(?<![0-9a-z])" + re.escape(what.lower()), text) is not None
 
 
-def validate(only: str | None = None, tensor_shards: bool = False):
-    """One row per measurement kept by ``only`` (a case-insensitive text
-    every kept row has at the start of a word): the contract's columns and the extras;
-    ``tensor_shards``: see :func:`scenario_of`."""
+def validate(only: str | Sequence[str] | None = None, tensor_shards: bool = False):
+    """One row per measurement kept by ``only`` (case-insensitive texts,
+    each of which every kept row has at the start of a word): the
+    contract's columns and the extras; ``tensor_shards``: see :func:`scenario_of`."""
     import pandas as pd
 
     from .errors import ScenarioError
 
+    wanted = [only] if isinstance(only, str) else list(only or ())
     fitted, rows = fitted_rows(), []
     for m in measurements():
-        if only and not mentions(m.text, only):
+        if not all(mentions(m.text, what) for what in wanted):
             continue
         try:
             simulated, method = estimate(m, tensor_shards)

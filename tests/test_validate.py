@@ -301,3 +301,13 @@ def test_the_closed_form_stands_in_for_clusters_too_large_to_simulate(monkeypatc
     closed, stand_in = validation.estimate(row)
     assert (method, stand_in) == ("simulated", "closed form")
     assert closed == pytest.approx(simulated, rel=0.05)
+
+
+def test_only_given_again_keeps_the_rows_that_mention_every_text(tmp_path):
+    both = tmp_path / "both"
+    assert main(["validate", "--out", str(both), "--only", "ddp", "--only", "fp16"]) == 0
+    table = pd.read_csv(both / "validation.csv")
+    ddp = [m for m in ROWS if "DistributedDataParallel" in m.published_setting]
+    expected = {(m.source, m.system, m.gpus) for m in ddp if m.precision == "fp16"}
+    assert set(zip(table["source"], table["system"], table["gpus"])) == expected
+    assert set(table["precision"]) == {"fp16"} and len(expected) < len(ddp)

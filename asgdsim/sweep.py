@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import json
 import logging
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,8 @@ from .simulation import simulate
 __all__ = ["Point", "SweepError", "check_points", "grid_points", "point_scenario", "point_seed",
            "run_point", "run_on_dask", "sweep", "flatten", "naming", "raw_scenario"]
 
+#: what a sweep writes in its folder, beside points/
+SWEEP_FILES = ("sweep.json", "results.csv", "results.parquet")
 FIGURES = ("epoch_time_s", "throughput_samples_per_s")
 STATISTICS = ("mean", "p95")
 
@@ -161,11 +162,26 @@ def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
             and old.get("keys") == spec["keys"]
         if not same and not overwrite:
             raise SweepError(f"{out} holds other files or a sweep of another scenario or grid "
-                             "keys; pass --overwrite to replace them, or choose another --out")
+                             "keys; pass --overwrite to replace that sweep's files (others are "
+                             "kept), or choose another --out")
         if not same:
-            shutil.rmtree(out)
+            _remove_sweep_files(out)
     (out / "points").mkdir(parents=True, exist_ok=True)
     atomic_text(marker, json.dumps(spec, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def _remove_sweep_files(out: Path) -> None:
+    """Remove what a sweep writes in ``out`` (its marker, results and
+    points), and nothing else: the scenario and whatever else the user keeps
+    there stay."""
+    for name in SWEEP_FILES:
+        (out / name).unlink(missing_ok=True)
+    points = out / "points"
+    if points.is_dir():
+        for path in [*points.glob("*.json"), *points.glob("*.error.txt")]:
+            path.unlink()
+        if not any(points.iterdir()):
+            points.rmdir()
 
 
 def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,

@@ -172,3 +172,25 @@ def test_a_point_over_the_budget_is_refused_before_any_runs(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert "cluster.nodes: grid point cluster.nodes=4000: " in err and "32,000" in err
     assert not out.exists()
+
+
+def test_overwrite_replaces_the_sweeps_files_and_keeps_the_users(tmp_path, monkeypatch):
+    # the scenario itself in the folder, a note and a folder of the user's:
+    # --overwrite replaces the earlier sweep's files, never those
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    scenario = folder / "study.yaml"
+    scenario.write_text(SCENARIO.read_text())
+    (folder / "notes.txt").write_text("mine")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "x.txt").write_text("mine too")
+    other_keys = {"cluster.nodes": [1]}          # another sweep: --overwrite replaces it
+    monkeypatch.chdir(folder)
+    assert main(["sweep", "study.yaml", "--grid", "cluster.nodes=1,2", "--grid",
+                 "stop.epochs=0.05", "--out", ".", "--overwrite"]) == 0
+    assert len(list((folder / "points").glob("*.json"))) == 2
+    again = sweep(scenario, other_keys, out=folder, overwrite=True)
+    assert len(again) == 1 and len(list((folder / "points").glob("*.json"))) == 1
+    assert scenario.read_text() == SCENARIO.read_text()
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert (folder / "sub" / "x.txt").read_text() == "mine too"

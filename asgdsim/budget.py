@@ -138,6 +138,9 @@ def estimate(scenario: Scenario) -> Estimate:
     simulated = gradients / per_s if per_s > 0 else math.inf
     if key == "stop.time":
         simulated = stop.time
+    if stop.warmup is not None:
+        _check_warmup(stop.warmup, key, simulated, gradients, sub_batch,
+                      summary["minibatch"]["mean"], scenario.workload.dataset_samples)
     cycles = simulated / cycle_s if cycle_s > 0 else 0.0
     if scenario.timing.update_interval is not None and cycles > 10 * gradients:
         key = "timing.update_interval"      # the cycles, not the stop, make it long
@@ -148,6 +151,27 @@ def estimate(scenario: Scenario) -> Estimate:
         if outages > gradients:
             key = "faults.failures.mtbf"
     return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
+
+
+def _check_warmup(warmup, key: str, run_s: float, gradients: float, sub_batch: int,
+                  minibatch: float, dataset_samples: int) -> None:
+    """Refuse a warm-up that would leave nothing of the run to measure."""
+    updates = gradients * sub_batch / max(minibatch, sub_batch)
+    epochs = gradients * sub_batch / dataset_samples
+    asked, run = ((warmup.time, run_s) if warmup.time is not None else
+                  (warmup.updates, updates) if warmup.updates is not None else
+                  (warmup.epochs, epochs))
+    if asked >= run:
+        raise ScenarioError("", [("stop.warmup", (
+            f"expected a warm-up shorter than the run, which {key} ends after about "
+            f"{_duration(run_s)}, {_count(updates)} updates or {epochs:.3g} epochs; got "
+            f"{_warmup_text(warmup)}: no gradient would be left to measure"))])
+
+
+def _warmup_text(warmup) -> str:
+    if warmup.time is not None:
+        return f"{warmup.time:.4g} s"
+    return f"{warmup.updates:,} updates" if warmup.updates is not None else f"{warmup.epochs:g} epochs"
 
 
 def check_learners(scenario: Scenario, source: str) -> None:

@@ -4,6 +4,7 @@ simulation and in the closed form alike."""
 import pytest
 
 from asgdsim import predict, simulate
+from asgdsim.cli import main
 
 from conftest import batch_means_se, make
 
@@ -62,3 +63,29 @@ def test_exponential_learners_after_the_warmup_see_m_minus_one_updates():
 def test_a_warmup_longer_than_the_run_is_said():
     sc = make(stop__gradients=100, stop__warmup={"updates": 1000})
     assert "warm-up covers the whole run" in predict(sc).outside_assumptions
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "predict"])
+@pytest.mark.parametrize("warmup", ["{time: 1000 s}", "{updates: 100}", "{epochs: 0.5}"])
+def test_the_commands_refuse_a_warmup_that_covers_the_whole_run(command, warmup, tmp_path, capsys):
+    # 100 one-GPU gradients of 32 samples, one update each: about 100 s, 0.05 epochs
+    path = tmp_path / "w.yaml"
+    path.write_text("name: w\nworkload: {model: resnet50, dataset_samples: 64000, sub_batch: 32}\n"
+                    "cluster: {nodes: 1, gpus_per_node: 1, gpu: V100, network: ib-edr}\n"
+                    "algorithm: {kind: async}\ntiming: {compute: {distribution: deterministic, mean: 1 s}}\n"
+                    f"stop: {{gradients: 100, warmup: {warmup}}}\n")
+    out = tmp_path / "out"
+    args = [command, str(path)] + ([] if command == "predict" else ["--out", str(out)])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: stop.warmup: expected a warm-up shorter than the run" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_a_run_that_ends_within_its_warmup_is_refused_after_it():
+    # past the commands' estimate (simulate is called directly): no empty statistics
+    from asgdsim.errors import ScenarioError
+
+    sc = make(stop__gradients=100, stop__warmup={"time": 1e6})
+    with pytest.raises(ScenarioError, match="stop.warmup: .* all within the warm-up"):
+        simulate(sc)

@@ -187,3 +187,26 @@ def test_readme_example_is_a_fresh_run_of_the_default_scenario(shipped_run):
     fresh = headline(shipped_run(KFC)) + "\n"
     wall = r"simulated in [0-9.]+ s"     # the machine's, not the model's
     assert re.sub(wall, "", shown) == re.sub(wall, "", fresh)
+
+
+def test_readme_sweep_table_is_a_fresh_run_of_its_command(tmp_path, monkeypatch):
+    # the command as the README prints it (joined where it wraps), into a fresh folder
+    import shlex
+
+    import pandas as pd
+
+    from asgdsim.cli import main
+
+    readme = (ROOT / "README.md").read_text()
+    joined = readme.replace("\\\n", " ")
+    command = re.search(r"(asgdsim sweep scenarios/[^\n]* --grid algorithm\.k=\S+ --out \S+)",
+                        joined).group(1)
+    args = shlex.split(command)[1:]
+    args[args.index("--out") + 1] = str(tmp_path / "k-sync")
+    monkeypatch.chdir(ROOT)                            # where its scenario path starts
+    assert "--grid" in args and main(args + ["--workers", "1"]) == 0
+    results = pd.read_csv(tmp_path / "k-sync" / "results.csv")
+    for row in results.itertuples():
+        line = (f"| {row[1]} | {row.epoch_time_s:.0f} | {row.analytic_epoch_time_s:.0f} | "
+                f"{row.minibatch_mean:.0f} | {row.staleness_mean:.0f} |")
+        assert line in readme

@@ -150,6 +150,7 @@ CLAIMS = [
     ("README.md", "deliver {:.0f} % of the gradients, with", group(1, "throughput_share", 100)),
     ("README.md", "staleness of {:.0f} against", group(1, "staleness_mean", closed=True)),
     ("README.md", "staleness of 22 against {:.0f}.", group(0, "staleness_mean", closed=True)),
+    ("README.md", "its epoch holds {:,} updates since", summary(KFC, "updates")),
     ("README.md", "the mean round grows from {:.3f} s to", summary("k80-sync-baseline", "analytic", "t_update_s")),
     ("README.md", "to {:.3f} s with 2 % of steps", summary("k80-sync-stragglers", "analytic", "t_update_s")),
     ("README.md", "mini-batch grows from {:.0f} to", summary(KFC, "minibatch", "mean")),

@@ -28,14 +28,15 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
         return float("nan"), "no update was applied"
     cumulative = updates["minibatch"].to_numpy().cumsum()
     epochs = scenario.stop.epochs
-    if epochs and cumulative[-1] >= epochs * dataset:
+    if epochs and epochs >= 1 and cumulative[-1] >= epochs * dataset:
         reached = int(np.searchsorted(cumulative, epochs * dataset))
         unit = "epoch" if epochs == 1 else "epochs"
-        basis = f"measured over {epochs:g} {unit}" if epochs >= 1 else f"scaled from {epochs:g} epochs"
-        return float(updates["t"].iloc[reached]) / epochs, basis
+        return float(updates["t"].iloc[reached]) / epochs, f"measured over {epochs:g} {unit}"
+    # shorter than an epoch: scaled by the samples applied, not by those
+    # asked (one update of 32 samples ends a stop of 10)
     applied = float(cumulative[-1]) / dataset
-    return (float(updates["t"].iloc[-1]) / applied,
-            f"extrapolated from {applied:.3g} epochs applied")
+    how = "scaled" if epochs and cumulative[-1] >= epochs * dataset else "extrapolated"
+    return float(updates["t"].iloc[-1]) / applied, f"{how} from {applied:.3g} epochs applied"
 
 
 def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:

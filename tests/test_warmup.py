@@ -89,3 +89,22 @@ def test_a_run_that_ends_within_its_warmup_is_refused_after_it():
     sc = make(stop__gradients=100, stop__warmup={"time": 1e6})
     with pytest.raises(ScenarioError, match="stop.warmup: .* all within the warm-up"):
         simulate(sc)
+
+
+@pytest.mark.parametrize("epochs, measured", [(0.0001, False), (2, True)])
+def test_the_epoch_time_is_scaled_by_the_samples_applied(epochs, measured):
+    # a stop short of an epoch ends on the update that passes it: one update of
+    # 32 samples ends a stop of 10, and the epoch is that update's time x 100,000 / 32
+    sc = make(stop__epochs=epochs, workload__dataset_samples=100_000 if not measured else 320,
+              workload__sub_batch=32, cluster__gpus_per_node=1,
+              timing__compute={"distribution": "deterministic", "mean": 1.0})
+    res = simulate(sc)
+    u, s = res.updates, res.summary
+    if measured:       # two epochs of 10 updates: the 20th update's time over 2
+        assert s["epoch_time_s"] == pytest.approx(u["t"].iloc[19] / 2)
+        assert s["epoch_time_basis"] == "measured over 2 epochs"
+    else:
+        assert len(u) == 1
+        assert s["epoch_time_s"] == pytest.approx(u["t"].iloc[0] * 100_000 / 32)
+        assert s["epoch_time_basis"] == "scaled from 0.00032 epochs applied"
+    assert predict(sc).epoch_time_s == pytest.approx(s["epoch_time_s"], rel=1e-9)

@@ -160,13 +160,19 @@ class Cluster(_Spec):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        if data.get("groups") is not None:
-            data = fold_groups(data)
+        grouped = data.get("groups") is not None
+        if grouped:
+            data = fold_groups(data)     # (each group's count is checked there)
         if isinstance(data.get("machine"), str):
             try:
                 preset = catalog.lookup("machines", data["machine"])
             except catalog.CatalogError:
                 return data  # the machine key's own check says what is wrong
+            count = data.get("gpus_per_node")
+            if not grouped and isinstance(count, int) and count > preset["gpus_per_node"]:
+                raise KeyedError("cluster.gpus_per_node",
+                                 f"expected at most {preset['gpus_per_node']} (a {preset['name']} "
+                                 f"node holds {preset['gpus_per_node']} GPUs), got {count}")
             data["machine"] = preset.pop("name")
             for about_the_machine in ("source", "max_nodes"):
                 preset.pop(about_the_machine, None)

@@ -497,7 +497,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if run_dir.is_dir() and not os.access(run_dir, os.W_OK | os.X_OK):
         raise UsageError(f"{run_dir}: not writable; report.html is written into the run's folder")
-    path = write_report(run_dir)
+    path = write_report(run_dir, overwrite=args.overwrite)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB, self-contained)")
     return 0
 
@@ -1039,6 +1039,9 @@ def _parser() -> argparse.ArgumentParser:
                          "table, every figure and the agreement with the closed form, in one "
                          "file that needs no network")
     rpt.add_argument("run_dir", metavar="RUN_DIR", help="a folder that run or compare wrote")
+    rpt.add_argument("--overwrite", action="store_true",
+                     help="replace a report.html that asgdsim report did not write (its own "
+                     "it replaces without asking)")
     rpt.set_defaults(func=cmd_report)
 
     cat = sub.add_parser("catalog", help="list GPUs, networks, models and machines")

@@ -22,11 +22,13 @@ import math
 from pathlib import Path
 
 from .atomic import atomic_text
-from .errors import UsageError
+from .errors import OutputExists, UsageError
 
 __all__ = ["REPORT_FILE", "REQUIRED", "write_report"]
 
 REPORT_FILE = "report.html"
+#: the mark of a page this command wrote, which it may write again
+GENERATOR = '<meta name="generator" content="asgdsim report">'
 #: what a run's folder must hold for a report (``compare`` folders have them too)
 REQUIRED = ("summary.json", "scenario.yaml", "comparison.csv", "figures/staleness.png",
             "figures/minibatch.png")
@@ -183,7 +185,7 @@ def report_html(run_dir: Path) -> str:
         raise UsageError(f"{run_dir / 'summary.json'}: incomplete: {exc}") from None
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">', GENERATOR,
         f"<title>asgdsim: {name}</title><style>{STYLE}</style></head><body>",
         f"<h1>{name}</h1>",
         f"<p>{html.escape(str(summary['algorithm']))}, {summary['learners']} learners, seed "
@@ -215,9 +217,25 @@ def report_html(run_dir: Path) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write ``run_dir/report.html``; return its path."""
-    page = report_html(Path(run_dir))
+def write_report(run_dir: Path, overwrite: bool = False) -> Path:
+    """Write ``run_dir/report.html``; return its path. A report.html that
+    this command did not write (it lacks :data:`GENERATOR`) is the user's:
+    refused unless ``overwrite``."""
     path = Path(run_dir) / REPORT_FILE
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; report.html is written there as a file")
+    if path.exists() and not overwrite and not _ours(path):
+        raise OutputExists(f"{path} was not written by asgdsim report; pass --overwrite to "
+                           "replace it")
+    page = report_html(Path(run_dir))
     atomic_text(path, page)
     return path
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a page this command wrote."""
+    try:
+        with path.open("rb") as f:
+            return GENERATOR.encode() in f.read(4096)
+    except OSError:
+        return False

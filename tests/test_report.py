@@ -171,3 +171,21 @@ def test_report_screenshot(browser, run_dir, tmp_path):
         assert colours is not None and len(colours) > 50      # text and figures, not one colour
         white = max(colours)[0] / (image.size[0] * image.size[1])
         assert white < 0.97
+
+
+def test_a_report_html_the_user_wrote_is_not_replaced_without_asking(run_dir, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    page = (copy / "report.html").read_text()
+    assert main(["report", str(copy)]) == 0               # its own: written again
+    (copy / "report.html").write_text("<html>my notes</html>")
+    assert main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "Traceback" not in err
+    assert (copy / "report.html").read_text() == "<html>my notes</html>"
+    assert main(["report", str(copy), "--overwrite"]) == 0
+    assert (copy / "report.html").read_text() == page
+    (copy / "report.html").unlink()
+    (copy / "report.html").mkdir()                        # a folder where the file goes
+    assert main(["report", str(copy), "--overwrite"]) == 2
+    assert "is a folder" in capsys.readouterr().err

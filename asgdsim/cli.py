@@ -99,9 +99,19 @@ def _load(args: argparse.Namespace):
     return load_scenario(args.scenario, overrides)
 
 
+def _cell(value: float, fmt: str, width: int) -> str:
+    """``value`` right-aligned in ``width`` with a space before it at least:
+    in ``fmt``, or in as many significant digits as fit where it would not."""
+    for spec in (fmt, ".6g", ".4g", ".3g", ".2g"):
+        text = f"{value:{spec}}"
+        if len(text) < width:
+            break
+    return f"{text:>{width}}"
+
+
 def _row(label: str, simulated: float, analytic: float, fmt: str, err: float | None = None) -> str:
-    err_text = "" if err is None else f"{100 * err:9.2f} %"
-    return f"  {label:<24}{simulated:>14{fmt}}{analytic:>14{fmt}}{err_text}"
+    err_text = "" if err is None else f"{_cell(100 * err, '.2f', 9)} %"
+    return f"  {label:<24}{_cell(simulated, fmt, 14)}{_cell(analytic, fmt, 14)}{err_text}"
 
 
 def _caveat(pred: Prediction) -> list[str]:
@@ -147,7 +157,8 @@ def _prediction_text(pred: Prediction) -> str:
         f"{pred.scenario.name}: {pred.scenario.algorithm.kind}, "
         f"{pred.scenario.cluster.learners} learners (closed form)",
         *_caveat(pred),
-        f"  epoch time           {s['epoch_time_s']:.2f} s   ({s['laws']['epoch_time']})",
+        f"  epoch time           {_cell(s['epoch_time_s'], '.2f', 14).strip()} s   "
+        f"({s['laws']['epoch_time']})",
         f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s over the run "
         f"({s['steady_throughput_samples_per_s']:.1f} once started), bound by "
         f"{component_name(s['bound'])}",
@@ -257,7 +268,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     width = max(26, *(len(f) + 1 for f in table["figure"]))    # a group's lines are longer
     print(f"  {'figure':<{width}}{'simulated':>14}{'closed form':>14}{'rel. err':>11}")
     for row in table.itertuples(index=False):
-        err = "" if pd.isna(row.rel_err) else f"{100 * row.rel_err:9.2f} %"
+        err = "" if pd.isna(row.rel_err) else f"{_cell(100 * row.rel_err, '.2f', 9)} %"
         right = "" if pd.isna(row.closed_form) else _number(row.closed_form)
         left = "" if pd.isna(row.simulated) else _number(row.simulated)
         print(f"{'*' if row.checked else ' '} {row.figure:<{width}}{left:>14}{right:>14}{err}")
@@ -281,7 +292,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _number(x: float) -> str:
     """A figure as people read it: integers whole, large values with one decimal."""
-    if float(x).is_integer() and abs(x) < 1e15:
+    if abs(x) >= 1e12:                       # wider than its column: significant digits
+        return f"{x:.6g}"
+    if float(x).is_integer():
         return f"{int(x):,}"
     return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4f}"
 
@@ -546,6 +559,8 @@ def cmd_timing(args: argparse.Namespace) -> int:
     if not 0 < args.batch <= 2**31:
         raise UsageError(f"--batch must be a positive integer up to 2**31, got {args.batch}")
     from .costs import kernel_cost
+    from .memory import footprint
+    from .precision import activation_bytes
     from .specs import GpuSpec, catalog_model
 
     try:
@@ -562,10 +577,16 @@ def cmd_timing(args: argparse.Namespace) -> int:
           "forward + backward per layer, ms")
     print(f"  {'layer':<22}{'op':<9}{'forward':>10}{'backward':>10}  source")
     for t in layers:
-        print(f"  {t.layer:<22}{t.op:<9}{1e3 * t.forward_s:>10.3f}{1e3 * t.backward_s:>10.3f}"
-              f"  {t.source}")
+        print(f"  {t.layer:<22}{t.op:<9}{_cell(1e3 * t.forward_s, '.3f', 10)}"
+              f"{_cell(1e3 * t.backward_s, '.3f', 10)}  {t.source}")
     fwd, bwd = sum(t.forward_s for t in layers), sum(t.backward_s for t in layers)
-    print(f"  {'total':<31}{1e3 * fwd:>10.2f}{1e3 * bwd:>10.2f}  = {1e3 * (fwd + bwd):.2f} ms")
+    print(f"  {'total':<31}{_cell(1e3 * fwd, '.2f', 10)}{_cell(1e3 * bwd, '.2f', 10)}  = "
+          f"{_cell(1e3 * (fwd + bwd), '.2f', 14).strip()} ms")
+    need = footprint(model.parameters, model.input_shape, model.graph, args.batch, gpu.memory,
+                     activation_bytes(args.precision))
+    if not need.fits:      # priced all the same: the figures say what it would cost
+        print(f"  does not fit in the {gpu.name}'s {gpu.memory / 1e9:.3g} GB: "
+              f"{need.describe(args.batch)}")
     return 0
 
 

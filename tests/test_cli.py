@@ -233,3 +233,23 @@ def test_compare_says_where_the_closed_form_does_not_apply(tmp_path, capsys):
     assert "--check fails: " + warning in captured.err
     assert main(["predict", *args[1:2], *args[4:10]]) == 0
     assert warning in capsys.readouterr().out
+
+
+def test_figures_too_wide_for_their_column_stay_apart(tmp_path, capsys):
+    # a dataset of 1e30 samples: an epoch of ~1e27 s, in significant digits, columns apart
+    path = tmp_path / "big.yaml"
+    path.write_text("name: big\nworkload: {model: resnet50, dataset_samples: "
+                    "1000000000000000000000000000000, sub_batch: 32}\n"
+                    "cluster: {nodes: 1, gpus_per_node: 2, gpu: V100, network: ib-edr}\n"
+                    "algorithm: {kind: async}\nstop: {gradients: 200}\n")
+    for command in (["run", str(path), "--out", str(tmp_path / "r")],
+                    ["compare", str(path), "--out", str(tmp_path / "c")]):
+        assert main(command) == 0
+        line = next(l for l in capsys.readouterr().out.splitlines() if "epoch time (s)" in l)
+        simulated, closed, err, percent = line.split()[-4:]
+        assert float(simulated) > 1e26 and float(closed) > 1e26 and percent == "%"
+    assert main(["timing", "K80", "vgg16", "--batch", "100000000"]) == 0
+    out = capsys.readouterr().out
+    conv1 = next(l for l in out.splitlines() if l.split()[:1] == ["conv1"])
+    assert len(conv1.split()) == 5                        # layer, op, forward, backward, source
+    assert "does not fit in the K80's 12 GB" in out

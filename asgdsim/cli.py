@@ -308,7 +308,11 @@ def _grid(pairs: list[str]) -> dict[str, list]:
         if key.strip() in grid:
             raise UsageError(f"--grid {key.strip()}: given twice; give each key once, with "
                              "all its values (KEY=V1,V2,...)")
-        grid[key.strip()] = [_value(item) for item in text.split(",")]
+        items = text.split(",")
+        if any(not item.strip() for item in items):
+            raise UsageError(f"--grid {pair!r}: an empty value between commas; expected "
+                             "KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
+        grid[key.strip()] = [_value(item) for item in items]
     return grid
 
 

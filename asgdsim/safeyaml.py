@@ -123,7 +123,11 @@ def load(text: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise YamlProblem(f"not valid YAML ({problem})",
-                          line=mark.line + 1 if mark else None) from None
+        line = mark.line + 1 if mark else None
+        last = len(text.splitlines()) or 1
+        if line is not None and line > last:
+            # PyYAML marks the end of the stream on the line after the last
+            line, problem = last, f"{problem}, at the end of the file"
+        raise YamlProblem(f"not valid YAML ({problem})", line=line) from None
     finally:
         loader.dispose()

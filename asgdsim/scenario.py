@@ -627,6 +627,10 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         if any(key == "cluster.machine" for key, _ in problems):
             # an unknown preset fills nothing: its missing keys are not news
             problems = [(k, w) for k, w in problems if not w.startswith("required key")]
+        if any(key == "cluster.gpu" for key, _ in problems):
+            # nor does an unknown GPU give its host link
+            problems = [(k, w) for k, w in problems
+                        if not (k == "cluster.host_link" and w.startswith("required key"))]
         # a misspelt key is one problem, not also its correct spelling missing
         meant = {key.rsplit(".", 1)[0] + "." + m.group(1) if "." in key else m.group(1)
                  for key, what in problems if (m := re.search(r"did you mean '([^']+)'", what))}
@@ -713,7 +717,7 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
     if kind in ("literal_error",):
         message = message.replace("Input should be", "expected")
     elif kind.startswith(("int_", "float_", "greater_than", "less_than", "string_", "model_",
-                          "dict_", "tuple_", "bool_")):
+                          "dict_", "tuple_", "bool_", "finite_")):
         message = "expected " + message.removeprefix("Input should be ")
     return key, f"{message} (got {_short(error.get('input'))})" if kind != "value_error" else message
 

@@ -253,3 +253,24 @@ def test_figures_too_wide_for_their_column_stay_apart(tmp_path, capsys):
     conv1 = next(l for l in out.splitlines() if l.split()[:1] == ["conv1"])
     assert len(conv1.split()) == 5                        # layer, op, forward, backward, source
     assert "does not fit in the K80's 12 GB" in out
+
+
+def test_refusals_name_one_cause_and_the_right_line(tmp_path, capsys):
+    base = ("name: m\nworkload: {model: resnet50, dataset_samples: 100000, sub_batch: 32}\n"
+            "cluster: {nodes: 2, gpus_per_node: 4, gpu: GPU, network: ib-edr}\n"
+            "algorithm: {kind: async}\nstop: STOP\n")
+    cases = [("V1000", "{updates: 200}", "cluster.gpu: unknown GPU 'V1000'"),
+             ("V100", "{epochs: .inf}", "stop.epochs: expected a finite number (got inf)"),
+             ("V100", "{updates: 200", "line 5: not valid YAML (expected ',' or '}', but got "
+                                       "'<stream end>', at the end of the file)")]
+    for gpu, stop, words in cases:
+        path = tmp_path / "m.yaml"
+        path.write_text(base.replace("GPU", gpu).replace("STOP", stop))
+        assert main(["predict", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err   # no knock-on line
+    path.write_text(base.replace("GPU", "V100").replace("STOP", "{updates: 200}"))
+    assert main(["sweep", str(path), "--grid", "cluster.nodes=1,,2", "--out",
+                 str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "--grid 'cluster.nodes=1,,2': an empty value" in err and str(path) not in err

@@ -200,8 +200,6 @@ class Run:
         """As the summary computes it from the last update's time and the
         gradients applied by then."""
         samples = gradients * self.sub_batch
-        if self.epochs and self.epochs >= 1 and samples >= self.epochs * self.dataset - 1e-9:
-            return t_last / self.epochs
         return t_last * self.dataset / samples if samples else math.nan
 
 

@@ -28,15 +28,16 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
         return float("nan"), "no update was applied"
     cumulative = updates["minibatch"].to_numpy().cumsum()
     epochs = scenario.stop.epochs
-    if epochs and epochs >= 1 and cumulative[-1] >= epochs * dataset:
-        reached = int(np.searchsorted(cumulative, epochs * dataset))
-        unit = "epoch" if epochs == 1 else "epochs"
-        return float(updates["t"].iloc[reached]) / epochs, f"measured over {epochs:g} {unit}"
-    # shorter than an epoch: scaled by the samples applied, not by those
-    # asked (one update of 32 samples ends a stop of 10)
+    # the time of the update that reaches the stop (the last), over the
+    # epochs applied by it: the update that passes the stop applies more
+    # than asked (one update of 32 samples ends a stop of 10)
     applied = float(cumulative[-1]) / dataset
-    how = "scaled" if epochs and cumulative[-1] >= epochs * dataset else "extrapolated"
-    return float(updates["t"].iloc[-1]) / applied, f"{how} from {applied:.3g} epochs applied"
+    seconds = float(updates["t"].iloc[-1]) / applied
+    if not (epochs and cumulative[-1] >= epochs * dataset):
+        return seconds, f"extrapolated from {applied:.3g} epochs applied"
+    if epochs >= 1:
+        return seconds, f"measured over {epochs:g} {'epoch' if epochs == 1 else 'epochs'}"
+    return seconds, f"scaled from {applied:.3g} epochs applied"
 
 
 def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:

@@ -91,20 +91,20 @@ def test_a_run_that_ends_within_its_warmup_is_refused_after_it():
         simulate(sc)
 
 
-@pytest.mark.parametrize("epochs, measured", [(0.0001, False), (2, True)])
-def test_the_epoch_time_is_scaled_by_the_samples_applied(epochs, measured):
-    # a stop short of an epoch ends on the update that passes it: one update of
-    # 32 samples ends a stop of 10, and the epoch is that update's time x 100,000 / 32
-    sc = make(stop__epochs=epochs, workload__dataset_samples=100_000 if not measured else 320,
-              workload__sub_batch=32, cluster__gpus_per_node=1,
-              timing__compute={"distribution": "deterministic", "mean": 1.0})
+@pytest.mark.parametrize("epochs", [0.0001, 0.99, 1, 1.01, 2])
+def test_the_epoch_time_is_scaled_by_the_samples_applied(epochs):
+    # the update that passes the stop applies more than asked: 32-sample
+    # updates a second apart over 100 samples take 3.125 s an epoch, whatever
+    # the stop (0.0001 ends after one update: 1 s over 0.32 epochs)
+    sc = make(stop__epochs=epochs, workload__dataset_samples=100, workload__sub_batch=32,
+              cluster__gpus_per_node=1,
+              timing__compute={"distribution": "deterministic", "mean": 1.0},
+              timing__communication="ideal")
     res = simulate(sc)
     u, s = res.updates, res.summary
-    if measured:       # two epochs of 10 updates: the 20th update's time over 2
-        assert s["epoch_time_s"] == pytest.approx(u["t"].iloc[19] / 2)
-        assert s["epoch_time_basis"] == "measured over 2 epochs"
-    else:
-        assert len(u) == 1
-        assert s["epoch_time_s"] == pytest.approx(u["t"].iloc[0] * 100_000 / 32)
-        assert s["epoch_time_basis"] == "scaled from 0.00032 epochs applied"
+    applied = u["minibatch"].sum() / 100
+    assert applied >= epochs and s["epoch_time_s"] == pytest.approx(u["t"].iloc[-1] / applied)
+    assert s["epoch_time_s"] == pytest.approx(3.125 * u["t"].iloc[0])
+    basis = f"measured over {epochs:g} epoch" if epochs >= 1 else f"scaled from {applied:.3g} epochs"
+    assert s["epoch_time_basis"].startswith(basis)
     assert predict(sc).epoch_time_s == pytest.approx(s["epoch_time_s"], rel=1e-9)

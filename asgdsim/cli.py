@@ -292,11 +292,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _number(x: float) -> str:
     """A figure as people read it: integers whole, large values with one decimal."""
-    if abs(x) >= 1e12:                       # wider than its column: significant digits
-        return f"{x:.6g}"
-    if float(x).is_integer():
-        return f"{int(x):,}"
-    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4f}"
+    if float(x).is_integer() and abs(x) < 1e15:
+        text = f"{int(x):,}"
+    else:
+        text = f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4f}"
+    return text if len(text) < 14 else f"{x:.6g}"     # wider than its column: significant digits
 
 
 def _grid(pairs: list[str]) -> dict[str, list]:
@@ -310,7 +310,7 @@ def _grid(pairs: list[str]) -> dict[str, list]:
                              "all its values (KEY=V1,V2,...)")
         items = text.split(",")
         if any(not item.strip() for item in items):
-            raise UsageError(f"--grid {pair!r}: an empty value between commas; expected "
+            raise UsageError(f"--grid {pair!r}: an empty value; expected "
                              "KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
         grid[key.strip()] = [_value(item) for item in items]
     return grid

@@ -621,16 +621,22 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         problems = [_describe(error, data) for error in exc.errors()]
         cluster = data.get("cluster") if isinstance(data, dict) else None
         if isinstance(cluster, dict) and cluster.get("groups") is not None:
-            # the keys groups replace are derived from them: the groups' own
-            # errors say what is wrong
-            problems = [(k, w) for k, w in problems if k not in {f"cluster.{r}" for r in REPLACED}]
+            # the keys groups replace are derived from them (the first
+            # group's, folded into the cluster): the groups' own errors say
+            # what is wrong
+            derived = {"cluster", "cluster.host_link", *(f"cluster.{r}" for r in REPLACED)}
+            if any(k.startswith("cluster.groups.") for k, _ in problems):
+                problems = [(k, w) for k, w in problems if k not in derived]
+            else:
+                problems = [(k, w) for k, w in problems if k not in derived - {"cluster"}]
         if any(key == "cluster.machine" for key, _ in problems):
             # an unknown preset fills nothing: its missing keys are not news
             problems = [(k, w) for k, w in problems if not w.startswith("required key")]
-        if any(key == "cluster.gpu" for key, _ in problems):
-            # nor does an unknown GPU give its host link
-            problems = [(k, w) for k, w in problems
-                        if not (k == "cluster.host_link" and w.startswith("required key"))]
+        # nor does an unknown GPU give its host link (the cluster's, a group's)
+        unknown_gpu = {k.removesuffix(".gpu") for k, _ in problems if k.endswith(".gpu")}
+        problems = [(k, w) for k, w in problems if not (
+            k.endswith(".host_link") and k.removesuffix(".host_link") in unknown_gpu
+            and w.startswith("required key"))]
         # a misspelt key is one problem, not also its correct spelling missing
         meant = {key.rsplit(".", 1)[0] + "." + m.group(1) if "." in key else m.group(1)
                  for key, what in problems if (m := re.search(r"did you mean '([^']+)'", what))}

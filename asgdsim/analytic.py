@@ -141,6 +141,10 @@ def _closed_form(sc: Scenario, costs: Costs) -> Prediction:
     return whole
 
 
+#: what the closed form says of a warm-up that leaves nothing of the run
+WARMUP_COVERS_RUN = "the warm-up covers the whole run"
+
+
 def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction, closed_form) -> Prediction:
     """The laws of the run less its warm-up: the whole run's laws weighted by
     their counts, less those of a run that stops where the warm-up ends.
@@ -153,7 +157,7 @@ def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction, closed_form) ->
     kept_gradients, kept_updates = whole.gradients - early.gradients, whole.updates - early.updates
     laws = dict(whole.laws)
     if kept_gradients < 0.5 or kept_updates < 0.5:
-        laws["assumptions"] = f"{OUTSIDE}: the warm-up covers the whole run"
+        laws["assumptions"] = f"{OUTSIDE}: {WARMUP_COVERS_RUN}"
         return replace(whole, laws=laws)
     for key in ("staleness", "minibatch"):
         laws[key] = laws[key].replace("exact: ", "approximation: ") + \

@@ -227,6 +227,8 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     bar = RunBar(scenario.name) if shown(args.quiet) else None
     try:
         result = simulate(scenario, timeline=timeline, progress=bar)
+    except ScenarioError as exc:        # said of the scenario's name: of its file here
+        raise ScenarioError(args.scenario, exc.problems) from None
     finally:
         if bar is not None:
             bar.close()
@@ -933,7 +935,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder of the sweep; run again to resume, or with more values or "
                      "replications of the same grid keys to run only the new points")
     swp.add_argument("--overwrite", action="store_true",
-                     help="replace a folder that holds something else")
+                     help="write into a folder that holds other files or another sweep, "
+                     "replacing that sweep's files (the others are kept)")
     _budget_flags(swp, "a grid point")
     swp.add_argument("--quiet", action="store_true",
                      help="no progress bar (there is one only when stderr is a terminal)")

@@ -162,8 +162,9 @@ def _prepare(out: Path, spec: dict, overwrite: bool) -> None:
             and old.get("keys") == spec["keys"]
         if not same and not overwrite:
             raise SweepError(f"{out} holds other files or a sweep of another scenario or grid "
-                             "keys; pass --overwrite to replace that sweep's files (others are "
-                             "kept), or choose another --out")
+                             "keys; pass --overwrite to write this sweep there (an earlier "
+                             "sweep's files are replaced, the others kept), or choose another "
+                             "--out")
         if not same:
             _remove_sweep_files(out)
     (out / "points").mkdir(parents=True, exist_ok=True)

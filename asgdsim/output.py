@@ -115,11 +115,22 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
             # what an earlier run here derived from its own results would
             # now describe another run
             for name in DERIVED_FILES:
-                if name not in names:
-                    (out / name).unlink(missing_ok=True)
+                if name not in names and _derived_here(out / name):
+                    (out / name).unlink()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / f for f in names]
+
+
+def _derived_here(path: Path) -> bool:
+    """Whether ``path`` is a file an earlier run's command wrote (a folder
+    of that name, or a report.html the user wrote, is theirs)."""
+    if not path.is_file():
+        return False
+    if path.name == "report.html":
+        from .report import is_ours
+        return is_ours(path)
+    return True
 
 
 @contextmanager

@@ -29,6 +29,7 @@ __all__ = ["REPORT_FILE", "REQUIRED", "write_report"]
 REPORT_FILE = "report.html"
 #: the mark of a page this command wrote, which it may write again
 GENERATOR = '<meta name="generator" content="asgdsim report">'
+SIGNATURE = "Written by <code>asgdsim report</code>"
 #: what a run's folder must hold for a report (``compare`` folders have them too)
 REQUIRED = ("summary.json", "scenario.yaml", "comparison.csv", "figures/staleness.png",
             "figures/minibatch.png")
@@ -212,8 +213,7 @@ def report_html(run_dir: Path) -> str:
                   _figure(_faults_figure(summary), "samples applied and lost; learner time down")]
     parts += ["<h2>Scenario (resolved)</h2>",
               f"<pre>{html.escape((run_dir / 'scenario.yaml').read_text(encoding='utf-8'))}</pre>",
-              "<p class=note>Written by <code>asgdsim report</code> from the files of this "
-              "folder.</p>", "</body></html>"]
+              f"<p class=note>{SIGNATURE} from the files of this folder.</p>", "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -224,7 +224,7 @@ def write_report(run_dir: Path, overwrite: bool = False) -> Path:
     path = Path(run_dir) / REPORT_FILE
     if path.is_dir():
         raise UsageError(f"{path} is a folder; report.html is written there as a file")
-    if path.exists() and not overwrite and not _ours(path):
+    if path.exists() and not overwrite and not is_ours(path):
         raise OutputExists(f"{path} was not written by asgdsim report; pass --overwrite to "
                            "replace it")
     page = report_html(Path(run_dir))
@@ -232,10 +232,14 @@ def write_report(run_dir: Path, overwrite: bool = False) -> Path:
     return path
 
 
-def _ours(path: Path) -> bool:
-    """Whether ``path`` is a page this command wrote."""
+def is_ours(path: Path) -> bool:
+    """Whether ``path`` is a page this command wrote: marked at its head, or
+    (pages written before the mark) signed at its foot."""
     try:
         with path.open("rb") as f:
-            return GENERATOR.encode() in f.read(4096)
+            head = f.read(4096)
+            f.seek(max(0, path.stat().st_size - 4096))
+            foot = f.read()
     except OSError:
         return False
+    return GENERATOR.encode() in head or SIGNATURE.encode() in foot

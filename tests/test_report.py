@@ -189,3 +189,23 @@ def test_a_report_html_the_user_wrote_is_not_replaced_without_asking(run_dir, tm
     (copy / "report.html").mkdir()                        # a folder where the file goes
     assert main(["report", str(copy), "--overwrite"]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_run_written_again_removes_its_own_report_only(run_dir, tmp_path):
+    scenario = write_small(tmp_path)
+    for content, kept in [(None, False), ("<html>my notes</html>", True),
+                          # a page of an earlier version: signed at its foot, no mark at its head
+                          ("<html><p class=note>Written by <code>asgdsim report</code> from the "
+                           "files of this folder.</p></html>", False)]:
+        copy = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(run_dir, copy)
+        if content is not None:
+            (copy / "report.html").write_text(content)
+        if not kept and content is not None:
+            assert main(["report", str(copy)]) == 0          # the earlier version's: its own
+            (copy / "report.html").write_text(content)
+        assert main(["run", str(scenario), "--out", str(copy), "--overwrite"]) == 0
+        assert (copy / "report.html").exists() == kept
+    (copy / "report.html").mkdir()                            # a folder of that name: the user's
+    assert main(["run", str(scenario), "--out", str(copy), "--overwrite"]) == 0
+    assert (copy / "report.html").is_dir()

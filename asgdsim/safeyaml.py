@@ -125,7 +125,11 @@ def load(text: str) -> Any:
         problem = getattr(exc, "problem", None) or str(exc)
         line = mark.line + 1 if mark else None
         last = len(text.splitlines()) or 1
-        if line is not None and line > last:
+        context, opened = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        if "<stream end>" in problem and context and opened is not None:
+            # the file ends inside something left open: where it opened
+            line, problem = opened.line + 1, f"the file ends {context} opened here: {problem}"
+        elif line is not None and line > last:
             # PyYAML marks the end of the stream on the line after the last
             line, problem = last, f"{problem}, at the end of the file"
         raise YamlProblem(f"not valid YAML ({problem})", line=line) from None

@@ -206,8 +206,10 @@ def test_readme_sweep_table_is_a_fresh_run_of_its_command(tmp_path, monkeypatch)
     args[args.index("--out") + 1] = str(tmp_path / "k-sync")
     monkeypatch.chdir(ROOT)                            # where its scenario path starts
     assert "--grid" in args and main(args + ["--workers", "1"]) == 0
-    results = pd.read_csv(tmp_path / "k-sync" / "results.csv")
-    for row in results.itertuples():
-        line = (f"| {row[1]} | {row.epoch_time_s:.0f} | {row.analytic_epoch_time_s:.0f} | "
-                f"{row.minibatch_mean:.0f} | {row.staleness_mean:.0f} |")
-        assert line in readme
+    results = pd.read_csv(tmp_path / "k-sync" / "results.csv").sort_values("algorithm.k")
+    fresh = [f"| {row[1]} | {row.epoch_time_s:.0f} | {row.analytic_epoch_time_s:.0f} | "
+             f"{row.minibatch_mean:.0f} | {row.staleness_mean:.0f} |" for row in results.itertuples()]
+    # the table that follows the command, row for row
+    table = joined.split(command, 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    shown = table[2:]                                   # after the header and the rule
+    assert len(fresh) == 4 and shown == fresh

@@ -169,8 +169,10 @@ def test_sprint_exponential_epoch_time(sprint_exponential):
     rate = 16 / 1.0
     pred = predict(sc).epoch_time_s * 40
     # arrival of the n-th gradient: Gamma(n, rate); applied at the end of the
-    # cycle after the one it arrived in: + T + (time to the next swap, in [0, T))
-    assert pred == pytest.approx(n / rate + 1.5 * 1.25)
+    # cycle after the one it arrived in: + T + (time to the next swap, in [0, T));
+    # that update applies the n and those that came after it in its cycle
+    # (rate x T / 2 on average): the epoch is that time over the epochs applied
+    assert pred == pytest.approx((n / rate + 1.5 * 1.25) * n / (n + rate * 1.25 / 2))
     simulated = simulate(sc).summary["epoch_time_s"] * 40
     assert abs(simulated - pred) <= Z * math.sqrt(n) / rate + 1.25 / 2
 

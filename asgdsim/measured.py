@@ -22,6 +22,7 @@ measured step is the same.
 from __future__ import annotations
 
 import csv
+import contextlib
 import math
 import os
 from dataclasses import dataclass
@@ -102,7 +103,8 @@ def fit_laws(steps: np.ndarray) -> list[Fit]:
 
     x = np.asarray(steps, dtype=float)
     n, mean = len(x), float(x.mean())
-    if np.all(x == x[0]):
+    if float(x.max() - x.min()) <= 1e-6 * mean:
+        # steps alike to the 6 digits an entry keeps: no spread to fit a law to
         return [Fit("deterministic", _entry("deterministic", mean), 1, math.inf, 0.0, 1.0)]
     lo, hi = float(x.min()), float(x.max())
     candidates = []
@@ -117,13 +119,16 @@ def fit_laws(steps: np.ndarray) -> list[Fit]:
     candidates.append(("uniform", stats.uniform(loc=lo, scale=width), 2,
                        _entry("uniform", (lo + hi) / 2, cv=min(width / math.sqrt(12) / ((lo + hi) / 2),
                                                                1 / math.sqrt(3)))))
-    # gamma and lognormal from 0: the MLE of their shape
-    a, _, scale = stats.gamma.fit(x, floc=0)
-    candidates.append(("gamma", stats.gamma(a, scale=scale), 2,
-                       _entry("gamma", a * scale, shape=a)))
-    sigma, _, scale = stats.lognorm.fit(x, floc=0)
-    candidates.append(("lognormal", stats.lognorm(sigma, scale=scale), 2,
-                       _entry("lognormal", scale * math.exp(sigma**2 / 2), shape=sigma)))
+    # gamma and lognormal from 0: the MLE of their shape (a sample too
+    # narrow for scipy's root finder leaves that law out)
+    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError):
+        a, _, scale = stats.gamma.fit(x, floc=0)
+        candidates.append(("gamma", stats.gamma(a, scale=scale), 2,
+                           _entry("gamma", a * scale, shape=a)))
+    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError):
+        sigma, _, scale = stats.lognorm.fit(x, floc=0)
+        candidates.append(("lognormal", stats.lognorm(sigma, scale=scale), 2,
+                           _entry("lognormal", scale * math.exp(sigma**2 / 2), shape=sigma)))
     fits = []
     for name, law, k, entry in candidates:
         ks = stats.kstest(x, law.cdf)

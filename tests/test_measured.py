@@ -145,3 +145,15 @@ def test_the_empirical_quantile_is_exact_at_every_level():
     law, grid = Empirical.of(values), np.linspace(0.0, 0.2, 41)
     assert np.allclose(law.partial_expectation(grid),
                        [np.maximum(y - values, 0).mean() for y in grid], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("spread", [1e-7, 3e-6])
+def test_fit_takes_steps_nearly_alike(spread):
+    # alike to the digits an entry keeps: deterministic; a little wider: the
+    # laws scipy can fit (its gamma root finder fails on such a sample)
+    steps = np.r_[np.full(49, 0.25), 0.25 * (1 + spread)]
+    fits = fit_laws(steps)
+    if spread < 1e-6:
+        assert [f.distribution for f in fits] == ["deterministic"]
+    else:
+        assert {"exponential", "uniform"} <= {f.distribution for f in fits}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from functools import cache, cached_property
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator,
                       model_validator)
@@ -87,7 +87,9 @@ class GpuSpec(_Spec):
     """One learner device's peaks (FP32 unless named) and its host link."""
 
     name: str
-    architecture: str = "unknown"
+    #: what its kernels are priced like (compute.py); left out: like Pascal
+    architecture: Literal["kepler", "maxwell", "pascal", "volta", "ampere", "hopper",
+                          "unknown"] = "unknown"
     peak_flops: FlopPerSecond
     peak_fp16_flops: FlopPerSecond | None = None
     peak_tensor_flops: FlopPerSecond | None = None

@@ -216,3 +216,13 @@ def test_the_memory_limit_holds():
     finally:
         _run = saved
     assert main.__globals__["main"] is original
+
+
+def test_an_unknown_architecture_is_refused_not_priced_like_another(tmp_path, capsys):
+    path = tmp_path / "arch.yaml"
+    path.write_text("name: arch\nworkload: {model: resnet50, dataset_samples: 100000, sub_batch: 32}\n"
+                    "cluster: {nodes: 1, gpus_per_node: 2, network: ib-edr, gpu: {name: mine, "
+                    "architecture: turing, peak_flops: 10 TFLOP/s, memory_bandwidth: 500 GB/s, "
+                    "host_link: pcie3-x16}}\nalgorithm: {kind: async}\nstop: {gradients: 200}\n")
+    assert main(["predict", str(path)]) == 2
+    assert "cluster.gpu.architecture: expected 'kepler'" in capsys.readouterr().err

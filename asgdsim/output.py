@@ -114,23 +114,37 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
                 os.replace(staging / name, out / name)
             # what an earlier run here derived from its own results would
             # now describe another run
-            for name in DERIVED_FILES:
-                if name not in names and _derived_here(out / name):
-                    (out / name).unlink()
+            for path in [out / name for name in DERIVED_FILES if name not in names
+                         and _derived_here(out, name)]:
+                path.unlink()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [out / f for f in names]
 
 
-def _derived_here(path: Path) -> bool:
-    """Whether ``path`` is a file an earlier run's command wrote (a folder
-    of that name, or a report.html the user wrote, is theirs)."""
+def _derived_here(out: Path, name: str) -> bool:
+    """Whether ``out / name`` is a file an earlier run's command wrote, known
+    by what it holds: a folder of that name, or a file the user wrote, is
+    theirs and stays."""
+    from .replay import COLUMNS
+    from .report import is_ours
+    from .trace import TRACE_HEAD
+
+    path = out / name
     if not path.is_file():
         return False
-    if path.name == "report.html":
-        from .report import is_ours
-        return is_ours(path)
-    return True
+    try:
+        if name == TRACE_FILE:
+            with path.open("rb") as f:
+                return f.read(len(TRACE_HEAD)) == TRACE_HEAD
+        if name == "replay.csv":
+            with path.open(encoding="utf-8", errors="replace") as f:
+                return f.readline().strip() == ",".join(COLUMNS)
+        if name == "figures/replay.png":           # written with its table
+            return _derived_here(out, "replay.csv")
+    except OSError:
+        return False
+    return is_ours(path)
 
 
 @contextmanager

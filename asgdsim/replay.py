@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["TASKS", "ReplayOptions", "replay"]
+#: replay.csv's columns (output.py knows its own table by them)
+COLUMNS = ("update", "samples_seen", "loss", "accuracy", "sync_update", "sync_loss",
+           "sync_accuracy")
 
 TASKS = ("digits", "digits-mlp")
 #: points of the curves: the loss and accuracy are measured this many times at most
@@ -161,8 +164,7 @@ def replay(gradients: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
         ["version_applied", "version_read", "t_end"], kind="stable")
     total = int(applied["samples"].sum())
     if total == 0:
-        return pd.DataFrame(columns=["update", "samples_seen", "loss", "accuracy",
-                                     "sync_update", "sync_loss", "sync_accuracy"])
+        return pd.DataFrame(columns=list(COLUMNS))
     stream = data.stream(total)
     # points spaced evenly on a log scale: early training changes fastest
     marks = np.unique(np.round(np.geomspace(max(1.0, total / 1e4), total, CHECKPOINTS)))

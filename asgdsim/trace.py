@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from .timeline import Timeline
 
 __all__ = ["DEFAULT_MAX_EVENTS", "Trace", "trace_events", "write_trace"]
+#: how a trace this module writes begins (output.py knows its own by it)
+TRACE_HEAD = b'{"displayTimeUnit": "ms", "otherData": '
 
 #: events in a trace unless asked otherwise: some 20 MB of JSON (22 MB for
 #: the default scenario's), which ui.perfetto.dev opens as it is
@@ -355,7 +357,7 @@ def write_trace(trace: Trace, result: Result, path: Path) -> None:
              "max_events": trace.max_events, "capped": trace.capped,
              "gradients": trace.gradients, "updates": trace.updates, "flows": trace.flows}
     with open(path, "w", encoding="utf-8") as f:
-        f.write('{"displayTimeUnit": "ms", "otherData": ')
+        f.write(TRACE_HEAD.decode())
         f.write(json.dumps(other))
         f.write(', "traceEvents": [\n')
         for i, event in enumerate(trace.events):

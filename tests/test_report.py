@@ -209,3 +209,20 @@ def test_a_run_written_again_removes_its_own_report_only(run_dir, tmp_path):
     (copy / "report.html").mkdir()                            # a folder of that name: the user's
     assert main(["run", str(scenario), "--out", str(copy), "--overwrite"]) == 0
     assert (copy / "report.html").is_dir()
+
+
+def test_a_run_written_again_keeps_the_users_files_of_derived_names(run_dir, tmp_path):
+    # trace.json, replay.csv and its figure are removed when a run wrote them
+    # (they would describe another run), kept when the user did
+    scenario = write_small(tmp_path)
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    assert main(["run", str(scenario), "--out", str(ours), "--trace"]) == 0
+    assert main(["replay", str(ours)]) == 0
+    shutil.copytree(run_dir, theirs)
+    (theirs / "trace.json").write_text('{"mine": true}')
+    (theirs / "replay.csv").write_text("epoch,loss\n1,0.5\n")
+    (theirs / "figures" / "replay.png").write_bytes(b"my figure")
+    for folder, kept in ((ours, False), (theirs, True)):
+        assert main(["run", str(scenario), "--out", str(folder), "--overwrite"]) == 0
+        for name in ("trace.json", "replay.csv", "figures/replay.png"):
+            assert (folder / name).exists() == kept, (folder, name)

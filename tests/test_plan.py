@@ -343,3 +343,13 @@ def test_slow_learners_are_those_a_candidate_books():
     assert "slow_learners" not in out["faults"]
     result = plan(ROOT / "ideal-async-slow-learners.yaml", 64, confirm=1, max_gpus=16)
     assert result.best is not None and result.table["fits_memory"].any()
+
+
+def test_times_within_one_percent_of_the_fastest_are_one_class():
+    # two times 0.4 % apart on either side of a fixed 1 %-wide bucket's edge
+    # (1.01^737 s): one class all the same, so the cheaper ranks first
+    from asgdsim.plan import _speed_class
+
+    edge = 1.01**737
+    times = pd.Series([edge * 1.002, edge * 0.998, edge * 1.012, 2 * edge, np.nan])
+    assert _speed_class(times).tolist() == [0, 0, 1, 2, np.inf]

@@ -40,6 +40,9 @@ DEFAULT_MAX_MEMORY = 4e9
 BYTES_PER_GRADIENT, BYTES_PER_CYCLE, BYTES_PER_LEARNER, BYTES_BASE = 600, 200, 20_000, 250e6
 #: update cycles per learner step beyond which a fixed cycle is absurd
 MAX_CYCLES_PER_STEP = 10_000
+#: learner steps in one SPRINT cycle beyond which its closed form, which lays
+#: out every step of a cycle, takes seconds (512: about 5 s here; 2,280: 39 s)
+MAX_STEPS_PER_CYCLE = 512
 
 
 @dataclass(frozen=True)
@@ -89,15 +92,28 @@ def estimate(scenario: Scenario) -> Estimate:
     from .scenario import Stop
 
     interval = scenario.timing.update_interval
-    if interval is not None:
-        # the closed form lays out every cycle of a step: refuse first a
-        # cycle so short that a step spans millions of them
+    if interval is not None or scenario.algorithm.kind == "sprint":
+        # the closed form lays out every cycle of a step and every step of a
+        # cycle: refuse first a cycle so short that a step spans millions of
+        # them, or so long that it holds thousands of steps
         from .costs import costs_of
-        step_s = costs_of(scenario).compute.mean
-        if step_s / interval > MAX_CYCLES_PER_STEP:
+        costs = costs_of(scenario)
+        step_s = costs.compute.mean
+        if interval is not None and step_s / interval > MAX_CYCLES_PER_STEP:
             raise ScenarioError("", [("timing.update_interval", (
                 f"expected a cycle no shorter than a {MAX_CYCLES_PER_STEP:,}th of a learner step "
                 f"({step_s:.3g} s), got {interval:.3g} s: nearly every cycle would be empty"))])
+        if step_s > 0 and costs.cycle_s / step_s > MAX_STEPS_PER_CYCLE:
+            topology = scenario.cluster.topology
+            key = ("timing.update_interval" if interval is not None else
+                   "cluster.topology.oversubscription"
+                   if getattr(topology, "oversubscription", 1) > 1 else "cluster.network")
+            made_of = "" if interval is not None else \
+                " (the Allreduce of the weights over the network, and the nodes' update)"
+            raise ScenarioError("", [(key, (
+                f"expected a cycle of at most {MAX_STEPS_PER_CYCLE:,} learner steps ({step_s:.3g} s "
+                f"each), got {costs.cycle_s:.3g} s{made_of}, {costs.cycle_s / step_s:,.0f} steps: "
+                "the closed form lays out every step of a cycle, and would take minutes"))])
     # the rates do not depend on the stop condition; one epoch keeps the
     # closed form in its usual regime whatever the user's stop is
     steady = scenario.model_copy(update={"stop": Stop(epochs=1)})

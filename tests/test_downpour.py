@@ -2,6 +2,7 @@
 n_push and sharded servers (asgdsim/algorithms/downpour.py)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -273,3 +274,15 @@ def test_many_learners_walk_the_schedule_until_it_repeats():
     assert pred.bound == "server_port_out"
     assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=1e-3)
     assert pred.staleness.mean == pytest.approx(res.gradients["staleness"].mean(), rel=1e-3)
+
+
+def test_a_run_of_fewer_than_two_fetches_a_learner_is_labelled():
+    # 156 steps a learner, a fetch every 1,000: the staleness grows through the
+    # run (313 simulated) where the steady state's law says 1983
+    from asgdsim import load_scenario, predict
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "downpour-k20x-sharded.yaml"
+    for n_fetch, labelled in ((2, False), (1000, True)):
+        pred = predict(load_scenario(path, overrides={"algorithm.n_fetch": n_fetch}))
+        said = pred.outside_assumptions or ""
+        assert ("before each learner has fetched twice" in said) == labelled, said

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asgdsim import simulate
+from asgdsim import predict, simulate
 
-from conftest import make
+from conftest import batch_means_se, make
 
 EXP = {"distribution": "exponential", "mean": 1.0}
 Z = 4.0
@@ -242,3 +242,23 @@ def test_learners_waiting_to_join_start_when_the_round_loses_its_last_learner():
     server.member_changed(1, up=False)    # B fails before pushing
     assert joined.triggered and joined.value == 7
     assert server.admission(0) is None and server._need == 1
+
+
+def test_async_staleness_counts_the_others_over_a_step_not_cut_short():
+    # failures every two steps: a step that finishes is one its learner's
+    # failure did not cut short, Exp(1 / m + 1 / mtbf) long, over which the
+    # others up deliver U mtbf / (m + mtbf) on average (2.50 without it)
+    sc = make(algorithm={"kind": "async"}, cluster__nodes=2, cluster__gpus_per_node=8,
+              timing__compute={"distribution": "exponential", "mean": "100 ms"},
+              stop__gradients=20_000, seed=4,
+              faults={"failures": {"mtbf": "200 ms", "repair": "1 s"}})
+    res = simulate(sc)
+    # the others up in this run, over its gradients' steps: its own share of time up
+    end = res.updates["t"].iloc[-1]
+    out = res.outages
+    up = 16 * end - (out["up_s"].fillna(end).clip(upper=end) - out["down_s"]).clip(lower=0).sum()
+    others_up = 15 * up / (16 * end)
+    expected = others_up * 0.2 / (0.2 + 0.1)
+    staleness = res.gradients["staleness"].to_numpy()
+    assert predict(sc).staleness.mean == pytest.approx(15 * (0.2 / 1.2) * 0.2 / 0.3, rel=1e-6)
+    assert abs(staleness.mean() - expected) < 4 * batch_means_se(staleness)

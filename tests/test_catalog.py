@@ -129,3 +129,24 @@ def test_step_times_follow_a_reloaded_catalog(tmp_path, monkeypatch):
         monkeypatch.delenv(catalog.USER_CATALOG)
         catalog.reload()
     assert step_time("V100", "resnet50", 16) == before
+
+
+def test_a_users_entry_replaces_the_shipped_one_whatever_its_case_or_alias(tmp_path, monkeypatch):
+    # `k80` is the K80: tesla-k80, gk210 and the machine presets name the user's figures
+    from asgdsim import step_time
+
+    shipped = step_time("K80", "vgg16", 32)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("gpus:\n  k80: {architecture: kepler, peak_flops: 100 TFLOP/s, "
+                    "memory_bandwidth: 240 GB/s, host_link: pcie3-x16}\n")
+    monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
+    catalog.reload()
+    try:
+        times = {name: step_time(name, "vgg16", 32) for name in ("K80", "k80", "tesla-k80", "gk210")}
+        assert len(set(times.values())) == 1 and times["K80"] < shipped / 2
+        assert [n for n in catalog.names("gpus") if n.lower() == "k80"] == ["k80"]
+        assert catalog.lookup("machines", "aws-p2.8xlarge")["gpu"] == "K80"   # named by the preset...
+        assert catalog.lookup("gpus", "K80")["peak_flops"] == "100 TFLOP/s"   # ...which is the user's
+    finally:
+        monkeypatch.delenv(catalog.USER_CATALOG)
+        catalog.reload()

@@ -6,7 +6,8 @@ Names are case-insensitive and entries may carry aliases. Users add their
 own entries in YAML files named by the ``ASGDSIM_CATALOG`` environment
 variable (several separated by ``os.pathsep``), each a mapping with any of
 the keys ``gpus``, ``networks``, ``models`` and ``machines``; a user's entry
-replaces a shipped one of the same name. Lookup returns the
+replaces a shipped one that it names (in any case, or by an alias) whole,
+and keeps the shipped one's names as aliases. Lookup returns the
 raw mapping (quantities still as text); the scenario layer validates it into
 typed specs, so catalog entries and inline specs in a scenario go through the
 same checks.
@@ -61,9 +62,27 @@ def _entries(kind: str, user_files: str) -> dict[str, dict]:
     text = resources.files(__package__).joinpath(KINDS[kind]).read_text(encoding="utf-8")
     found = {name: {"name": name, **spec} for name, spec in safeyaml.load(text).items()}
     for path in filter(None, user_files.split(os.pathsep)):
-        found.update({str(name): {**spec, "name": str(name)}
-                      for name, spec in _user_file(path).get(kind, {}).items()})
+        for name, spec in _user_file(path).get(kind, {}).items():
+            _replace(found, str(name), spec)
     return found
+
+
+def _replace(found: dict[str, dict], name: str, spec: dict) -> None:
+    """Put a user's entry in ``found`` in place of every entry it names
+    (names are case-insensitive, aliases are names): the one it replaces
+    goes whole, and its names stay names of the user's (a user's ``k80`` is
+    the K80 that ``tesla-k80`` and the machine presets name)."""
+    given = spec.get("aliases")       # (a malformed list is check()'s to refuse)
+    own = [name, *(str(a) for a in given if isinstance(a, str))] if isinstance(given, list) \
+        else [name]
+    wanted = {n.lower() for n in own}
+    replaced = [k for k, v in found.items()
+                if {k.lower(), *(a.lower() for a in v.get("aliases", []))} & wanted]
+    inherited = [n for k in replaced for n in (k, *found[k].get("aliases", []))]
+    for key in replaced:
+        del found[key]
+    aliases = list(dict.fromkeys(n for n in [*own[1:], *inherited] if n.lower() != name.lower()))
+    found[name] = {**spec, "name": name, **({"aliases": aliases} if aliases else {})}
 
 
 @cache

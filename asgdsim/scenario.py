@@ -378,6 +378,14 @@ class SlowLearners(_Spec):
     learners: Annotated[list[Annotated[int, Field(ge=0, strict=True)]], Field(min_length=1)]
     slowdown: Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
+    @field_validator("learners")
+    @classmethod
+    def _each_once(cls, learners: list[int]) -> list[int]:
+        if repeated := sorted({i for i in learners if learners.count(i) > 1}):
+            raise ValueError(f"expected each learner once, got {', '.join(map(str, repeated))} "
+                             "more than once")
+        return learners
+
 
 class FailuresSpec(_Spec):
     """Each learner (or node) fails after an exponential time of mean
@@ -456,6 +464,15 @@ class Scenario(_Spec):
     timing: Timing = Field(default_factory=Timing)
     stop: Stop = Stop(epochs=1)
     faults: Faults = Field(default_factory=Faults)
+
+    @field_validator("name")
+    @classmethod
+    def _one_folder_name(cls, name: str) -> str:
+        # the default output folder is runs/<name>: a name is one folder's
+        if not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(f"expected a name without / or \\ (the default output folder is "
+                             f"runs/<name>), got {name!r}")
+        return name
 
     @model_validator(mode="after")
     def _learners_within_reach(self) -> Scenario:
@@ -625,7 +642,12 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
             # group's, folded into the cluster): the groups' own errors say
             # what is wrong
             derived = {"cluster", "cluster.host_link", *(f"cluster.{r}" for r in REPLACED)}
-            if any(k.startswith("cluster.groups.") for k, _ in problems):
+            if any(k == "cluster.groups" for k, _ in problems):
+                # the list itself is wrong: what its groups would give is not news
+                problems = [(k, w) for k, w in problems if k not in derived and not (
+                    k.startswith("cluster.") and not k.startswith("cluster.groups")
+                    and w.startswith("required key"))]
+            elif any(k.startswith("cluster.groups.") for k, _ in problems):
                 problems = [(k, w) for k, w in problems if k not in derived]
             else:
                 problems = [(k, w) for k, w in problems if k not in derived - {"cluster"}]
@@ -722,6 +744,10 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
         message = message.removeprefix("Value error, ")
     if kind in ("literal_error",):
         message = message.replace("Input should be", "expected")
+    elif kind in ("too_short", "too_long"):
+        bound = error.get("ctx", {}).get("min_length" if kind == "too_short" else "max_length")
+        message = (f"expected at {'least' if kind == 'too_short' else 'most'} {bound} "
+                   f"entr{'y' if bound == 1 else 'ies'}")
     elif kind.startswith(("int_", "float_", "greater_than", "less_than", "string_", "model_",
                           "dict_", "tuple_", "bool_", "finite_")):
         message = "expected " + message.removeprefix("Input should be ")

@@ -215,6 +215,10 @@ LAWS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
+#: the widest gamma law a step may take (shape 0.04; at cv 10 one draw in 1,400 is 0 s)
+MAX_GAMMA_CV = 5.0
+
+
 class LawSpec(_Spec):
     """A distribution given by its mean plus cv, shape or shift as fits."""
 
@@ -245,6 +249,12 @@ class LawSpec(_Spec):
             raise ValueError(f"{self.distribution} needs cv > 0 (use deterministic for cv 0)")
         if self.shift is not None and self.shift >= self.mean:
             raise ValueError("shift must be smaller than mean")
+        if self.distribution == "gamma" and (self.cv or 0) > MAX_GAMMA_CV or \
+                self.distribution == "gamma" and self.shape is not None and \
+                self.shape < 1 / MAX_GAMMA_CV**2:
+            # shape 1 / cv^2: at cv 50 every draw underflows to a step of 0 s
+            raise ValueError(f"gamma cv must be at most {MAX_GAMMA_CV:g} (shape at least "
+                             f"{1 / MAX_GAMMA_CV**2:g}): wider, steps come out 0 s")
         if self.distribution == "uniform" and self.cv > 1 / math.sqrt(3):
             raise ValueError("uniform cv must be at most 1/sqrt(3) = 0.577 for non-negative times")
         return self

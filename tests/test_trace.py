@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -272,3 +273,11 @@ def test_failures_and_learners_of_two_gpus(tmp_path, scenario, scope):
     lost = [e for e in events if e["ph"] == "X" and e["name"].startswith("step (lost")]
     downs = set((res.outages["down_s"] * US).round(3))
     assert lost and all(round(e["ts"] + e["dur"], 3) in downs for e in lost)
+
+
+def test_a_cap_below_the_names_says_nothing_of_the_run_fits(tmp_path, capsys):
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
+    assert main(["run", str(scenario), "--trace", "--trace-max-events", "1", "--set",
+                 "stop.gradients=500", "--out", str(tmp_path / "t")]) == 0
+    said = capsys.readouterr().err
+    assert "0 gradients" in said and "alone pass the cap of 1 events" in said

@@ -35,8 +35,8 @@ Kepler's only kernel figures are the Titan Black's under cuDNN R2, a library
 without Winograd or FFT; Kepler takes Maxwell's efficiencies scaled by the
 Kepler-to-Maxwell ratio that the Titan Black and Titan X show under that
 same library (0.86), and the Titan Black keeps its own measured figures.
-Ampere has no kernel table here: it is assumed to reach Volta's FP32
-efficiencies.
+Ampere and Ada have no kernel table here: they are assumed to reach Volta's FP32
+efficiencies, and Blackwell Hopper's.
 
 With ``timing.compute: table`` a GPU that has its own measurements uses its
 own efficiencies, and a convolution whose exact geometry was measured on it
@@ -97,7 +97,7 @@ MEMORY_EFFICIENCY = 0.6
 #: (BabelStream; both in catalog/gpus.yaml): 0.75
 TRIAD_SHARE = MEMORY_EFFICIENCY * 336.5 / 268.7
 #: architectures without kernel tables, and the one whose efficiencies they take
-ASSUMED_LIKE = {"ampere": "volta", "unknown": "pascal"}
+ASSUMED_LIKE = {"ampere": "volta", "ada": "volta", "blackwell": "hopper", "unknown": "pascal"}
 PASSES = ("fwd", "bwd_data", "bwd_filter")
 #: kernel tables whose algorithm cuDNN's heuristic chose, not a timed search:
 #: DeepBench's cuDNN 5 sheets (see the module's docstring)
@@ -133,7 +133,11 @@ def kernel_table(extra: str | None = None) -> pd.DataFrame:
     if extra is not None:
         table = pd.concat([table, read_user_table(extra)], ignore_index=True)
     table["algo"] = table["algo"].fillna("")
-    table["arch"] = [_gpu(g).architecture for g in table["gpu"]]
+    # each row under its GPU's catalog name (a user's entry named p100 is the
+    # P100 whose kernels these are) and architecture
+    specs = {g: _gpu(g) for g in table["gpu"].unique()}
+    table["arch"] = table["gpu"].map(lambda g: specs[g].architecture)
+    table["gpu"] = table["gpu"].map(lambda g: specs[g].name)
     conv = table["op"] == "conv"
     ho = (table["h"] + 2 * table["pad_h"] - table["r"]) // table["stride_h"] + 1
     wo = (table["w"] + 2 * table["pad_w"] - table["s"]) // table["stride_w"] + 1

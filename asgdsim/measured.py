@@ -96,6 +96,19 @@ def _entry(distribution: str, mean: float, **extra: float) -> dict:
                for k, v in extra.items()}}
 
 
+def _takes(entry: dict) -> bool:
+    """Whether a scenario takes ``entry`` as its timing.compute."""
+    from pydantic import ValidationError
+
+    from .specs import LawSpec
+
+    try:
+        LawSpec.model_validate(entry)
+    except ValidationError:
+        return False
+    return True
+
+
 def fit_laws(steps: np.ndarray) -> list[Fit]:
     """Every law of ``timing.compute`` fitted to ``steps`` by maximum
     likelihood, best (lowest AIC) first."""
@@ -121,16 +134,18 @@ def fit_laws(steps: np.ndarray) -> list[Fit]:
                                                                1 / math.sqrt(3)))))
     # gamma and lognormal from 0: the MLE of their shape (a sample too
     # narrow for scipy's root finder leaves that law out)
-    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError):
+    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError, OverflowError):
         a, _, scale = stats.gamma.fit(x, floc=0)
         candidates.append(("gamma", stats.gamma(a, scale=scale), 2,
                            _entry("gamma", a * scale, shape=a)))
-    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError):
+    with contextlib.suppress(ValueError, RuntimeError, FloatingPointError, OverflowError):
         sigma, _, scale = stats.lognorm.fit(x, floc=0)
         candidates.append(("lognormal", stats.lognorm(sigma, scale=scale), 2,
                            _entry("lognormal", scale * math.exp(sigma**2 / 2), shape=sigma)))
     fits = []
     for name, law, k, entry in candidates:
+        if not _takes(entry):
+            continue         # rounded to 6 digits, a shift that reaches the mean, say
         ks = stats.kstest(x, law.cdf)
         with np.errstate(divide="ignore"):
             loglik = float(np.sum(law.logpdf(x)))

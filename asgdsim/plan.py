@@ -301,7 +301,9 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
     # epoch times within 1 % count as equally fast (finer than the model can
     # tell apart): of those, the one that costs fewer GPU-hours first
-    table["speed"] = _speed_class(table["predicted_epoch_time_s"])
+    # (classes among the feasible, and among the rest: an infeasible
+    # candidate anchors no feasible one's class)
+    table["speed"] = table.groupby("feasible")["predicted_epoch_time_s"].transform(_speed_class)
     table = table.sort_values(["feasible", "speed", "gpu_hours_per_epoch"],
                               ascending=[False, True, True], ignore_index=True)
 
@@ -343,8 +345,9 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
                                                  table["predicted_epoch_time_s"])
+    speed = pd.Series(time).groupby(group).transform(_speed_class)   # within each rank group
     order = np.lexsort((table["gpu_hours_per_epoch"].fillna(np.inf).to_numpy(),
-                        _speed_class(time).to_numpy(), group))
+                        speed.to_numpy(), group))
     table = table.iloc[order].reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     ok = table[simulated.iloc[order].to_numpy() & table["feasible"].to_numpy()]

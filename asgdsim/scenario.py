@@ -470,8 +470,9 @@ class Scenario(_Spec):
     def _one_folder_name(cls, name: str) -> str:
         # the default output folder is runs/<name>: a name is one folder's
         if not name.strip() or name in (".", "..") or any(c in name for c in "/\\\0"):
-            raise ValueError(f"expected a name without / or \\ (the default output folder is "
-                             f"runs/<name>), got {name!r}")
+            raise ValueError(f"expected a name that is one folder's: not empty, '.' or '..', "
+                             f"without / or \\ (the default output folder is runs/<name>), "
+                             f"got {name!r}")
         return name
 
     @model_validator(mode="after")

@@ -88,8 +88,10 @@ class GpuSpec(_Spec):
 
     name: str
     #: what its kernels are priced like (compute.py); left out: like Pascal
-    architecture: Literal["kepler", "maxwell", "pascal", "volta", "ampere", "hopper",
-                          "unknown"] = "unknown"
+    architecture: Annotated[Literal["kepler", "maxwell", "pascal", "volta", "ampere", "ada",
+                                    "hopper", "blackwell", "unknown"],
+                            BeforeValidator(lambda v: v.lower() if isinstance(v, str) else v)
+                            ] = "unknown"
     peak_flops: FlopPerSecond
     peak_fp16_flops: FlopPerSecond | None = None
     peak_tensor_flops: FlopPerSecond | None = None

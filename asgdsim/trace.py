@@ -88,7 +88,7 @@ class Trace:
         text = (f"{len(self.events):,} events, simulated time {a:.6g} s to {end}: "
                 f"{self.gradients:,} gradients, {self.updates:,} updates, {self.flows:,} arrows "
                 "from a gradient to its update")
-        if self.capped and len(self.events) > self.max_events:
+        if self.capped and self.gradients == self.updates == 0:
             # the processes' and threads' names are written whatever the cap
             text += (f" (the names of its processes and threads alone pass the cap of "
                      f"{self.max_events:,} events: nothing of the run fits; raise "

@@ -276,13 +276,14 @@ def test_many_learners_walk_the_schedule_until_it_repeats():
     assert pred.staleness.mean == pytest.approx(res.gradients["staleness"].mean(), rel=1e-3)
 
 
-def test_a_run_of_fewer_than_two_fetches_a_learner_is_labelled():
+def test_a_run_of_few_fetches_a_learner_is_labelled():
     # 156 steps a learner, a fetch every 1,000: the staleness grows through the
-    # run (313 simulated) where the steady state's law says 1983
+    # run (313 simulated) where the steady state's law says 1983; 70 (2.2
+    # fetches) is 9.1 % off
     from asgdsim import load_scenario, predict
 
     path = Path(__file__).resolve().parents[1] / "scenarios" / "downpour-k20x-sharded.yaml"
-    for n_fetch, labelled in ((2, False), (1000, True)):
+    for n_fetch, labelled in ((2, False), (70, True), (1000, True)):
         pred = predict(load_scenario(path, overrides={"algorithm.n_fetch": n_fetch}))
         said = pred.outside_assumptions or ""
-        assert ("before each learner has fetched twice" in said) == labelled, said
+        assert ("times in the run" in said) == labelled, said

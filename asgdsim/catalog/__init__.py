@@ -61,28 +61,33 @@ def entries(kind: str) -> dict[str, dict]:
 def _entries(kind: str, user_files: str) -> dict[str, dict]:
     text = resources.files(__package__).joinpath(KINDS[kind]).read_text(encoding="utf-8")
     found = {name: {"name": name, **spec} for name, spec in safeyaml.load(text).items()}
+    user: dict[str, dict] = {}          # the user's entries: a later file's wins
     for path in filter(None, user_files.split(os.pathsep)):
         for name, spec in _user_file(path).get(kind, {}).items():
-            _replace(found, str(name), spec)
+            for key in [k for k in user if k.lower() == str(name).lower()]:
+                del user[key]
+            user[str(name)] = spec
+    claimed = {n.lower() for name, spec in user.items() for n in [name, *_aliases(spec)]}
+    for name, spec in user.items():
+        # a user's entry replaces every shipped one it names (in any case, or
+        # by an alias) whole, and answers to its names too (a user's k80 is
+        # the K80 that tesla-k80 and the machine presets name), but for those
+        # another of the user's entries takes
+        own = {n.lower() for n in [name, *_aliases(spec)]}
+        replaced = [k for k, v in found.items() if {k.lower(), *map(str.lower, _aliases(v))} & own]
+        inherited = [n for k in replaced for n in (k, *_aliases(found[k]))
+                     if n.lower() not in claimed]
+        for key in replaced:
+            del found[key]
+        aliases = list(dict.fromkeys([*_aliases(spec), *inherited]))
+        found[name] = {**spec, "name": name, **({"aliases": aliases} if aliases else {})}
     return found
 
 
-def _replace(found: dict[str, dict], name: str, spec: dict) -> None:
-    """Put a user's entry in ``found`` in place of every entry it names
-    (names are case-insensitive, aliases are names): the one it replaces
-    goes whole, and its names stay names of the user's (a user's ``k80`` is
-    the K80 that ``tesla-k80`` and the machine presets name)."""
-    given = spec.get("aliases")       # (a malformed list is check()'s to refuse)
-    own = [name, *(str(a) for a in given if isinstance(a, str))] if isinstance(given, list) \
-        else [name]
-    wanted = {n.lower() for n in own}
-    replaced = [k for k, v in found.items()
-                if {k.lower(), *(a.lower() for a in v.get("aliases", []))} & wanted]
-    inherited = [n for k in replaced for n in (k, *found[k].get("aliases", []))]
-    for key in replaced:
-        del found[key]
-    aliases = list(dict.fromkeys(n for n in [*own[1:], *inherited] if n.lower() != name.lower()))
-    found[name] = {**spec, "name": name, **({"aliases": aliases} if aliases else {})}
+def _aliases(spec: dict) -> list[str]:
+    """An entry's aliases (a malformed list is check()'s to refuse)."""
+    given = spec.get("aliases")
+    return [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
 
 
 @cache

@@ -386,6 +386,26 @@ def _plan_too_wide(max_gpus: int) -> str:
             f"node, and simulates the best; lower --max-gpus (the machine's size bounds it too)")
 
 
+def _with_knob(path: str, overrides: dict) -> dict:
+    """The overrides, and the kind's knob at its first value where the file
+    and the overrides leave it out: the plan searches it, so the scenario
+    need not give one."""
+    from . import safeyaml
+    from .algorithms import KINDS
+    from .scenario import apply_overrides
+
+    try:
+        raw = safeyaml.load(Path(path).read_text(encoding="utf-8"))
+        algorithm = apply_overrides(raw, overrides, path).get("algorithm")
+    except Exception:          # noqa: BLE001 (loading the scenario says what is wrong)
+        return overrides
+    kind = KINDS.get(algorithm.get("kind")) if isinstance(algorithm, dict) else None
+    if kind is None or kind.knob is None:
+        return overrides
+    key, values = kind.knob(1)
+    return overrides if key in algorithm else {**overrides, f"algorithm.{key}": values[0]}
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     problems = [
         *([] if math.isfinite(args.target_minibatch) and args.target_minibatch > 0 else
@@ -405,7 +425,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .plan import plan, plan_figure
     from .scenario import load_scenario
 
-    overrides = _overrides(args.set)
+    overrides = _with_knob(args.scenario, _overrides(args.set))
     scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
     check_writable(out, args.overwrite)

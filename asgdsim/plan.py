@@ -241,7 +241,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     ``max_memory`` (budget.py) is refused before any simulation starts.
     ``progress`` is called with (confirmed, refuted, simulations wanted) as
     each confirming simulation ends."""
-    raw, source = raw_scenario(scenario)
+    raw, source = raw_scenario(scenario, overrides)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)
     cluster = base.cluster

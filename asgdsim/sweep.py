@@ -142,9 +142,11 @@ def naming(source: str, point: Point, what: str = "grid point"):
                                      for key, message in exc.problems]) from None
 
 
-def raw_scenario(scenario: str | Path) -> tuple[dict, str]:
-    """The scenario file as written (overrides apply to it as --set does)."""
-    load_scenario(scenario)           # refuses a bad file with its own message
+def raw_scenario(scenario: str | Path, overrides: dict[str, Any] | None = None
+                 ) -> tuple[dict, str]:
+    """The scenario file as written (overrides apply to it as --set does),
+    refused with its own message where it is wrong, ``overrides`` applied."""
+    load_scenario(scenario, overrides)
     data = safeyaml.load(Path(scenario).read_text(encoding="utf-8"))
     data.setdefault("name", Path(scenario).stem)
     resolve_paths(data, Path(scenario).parent)     # as load_scenario finds them
@@ -204,9 +206,8 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
         raise SweepError("a grid needs at least one key, each with a list of values")
     if replications < 1 or workers < 1:
         raise SweepError("replications and workers must be at least 1")
-    raw, source = raw_scenario(scenario)
+    raw, source = raw_scenario(scenario, overrides)
     if overrides:
-        scenario_from_dict(raw, overrides, source=source)     # refused here if wrong
         raw = apply_overrides(raw, overrides, source)
     points = grid_points(grid, replications)
     # every value checked, and every point's cost estimated, before anything

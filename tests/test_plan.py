@@ -353,3 +353,14 @@ def test_times_within_one_percent_of_the_fastest_are_one_class():
     edge = 1.01**737
     times = pd.Series([edge * 1.002, edge * 0.998, edge * 1.012, 2 * edge, np.nan])
     assert _speed_class(times).tolist() == [0, 0, 1, 2, np.inf]
+
+
+def test_a_scenario_without_its_kinds_knob_is_planned(tmp_path):
+    # the plan searches the knob (k here): the file need not give it
+    path = tmp_path / "k-sync.yaml"
+    text = (ROOT / "tsubame-kfc-dl-vgg16.yaml").read_text()
+    path.write_text(text.replace("kind: sprint", "kind: k-sync"))
+    assert main(["plan", str(path), "--target-minibatch", "1024", "--max-gpus", "8",
+                 "--confirm", "0", "--out", str(tmp_path / "p")]) == 0
+    assert "k" in pd.read_csv(tmp_path / "p" / "plan.csv").columns
+    assert main(["run", str(path), "--out", str(tmp_path / "r")]) == 2     # a run needs it

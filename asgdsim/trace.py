@@ -81,6 +81,8 @@ class Trace:
     updates: int
     #: arrows from a gradient's step to its update (both ends in the trace)
     flows: int = 0
+    #: when the run ended, in simulated seconds
+    run_end_s: float = math.inf
 
     def describe(self) -> str:
         a, b = self.window_s
@@ -96,6 +98,9 @@ class Trace:
         elif self.capped:
             text += (f" (cut at the cap of {self.max_events:,} events; choose a stretch with "
                      "--trace-window or raise --trace-max-events)")
+        elif a >= self.run_end_s:
+            text += (f" (the window starts after the run's last update, at "
+                     f"{self.run_end_s:.6g} s: nothing of the run is in it)")
         return text
 
 
@@ -328,7 +333,9 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         flows += 1
     versions = {s.version for s in everything if s.version >= 0}
     gradients = sum(1 for s in everything if s.gradient >= 0)
-    return Trace(events, (lo, hi), max_events, capped, gradients, len(versions), flows)
+    end = float(result.updates["t"].iloc[-1]) if len(result.updates) else 0.0
+    return Trace(events, (lo, hi), max_events, capped, gradients, len(versions), flows,
+                 run_end_s=end)
 
 
 def _metadata(result: Result, nodes: int, thread_names: dict[tuple[int, int], str],

@@ -281,3 +281,11 @@ def test_a_cap_below_the_names_says_nothing_of_the_run_fits(tmp_path, capsys):
                  "stop.gradients=500", "--out", str(tmp_path / "t")]) == 0
     said = capsys.readouterr().err
     assert "0 gradients" in said and "alone pass the cap of 1 events" in said
+
+
+def test_a_window_after_the_run_says_so(tmp_path, capsys):
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
+    assert main(["run", str(scenario), "--trace", "--trace-window", "1000 h..2000 h", "--set",
+                 "stop.gradients=500", "--out", str(tmp_path / "t")]) == 0
+    said = capsys.readouterr().err
+    assert "0 gradients" in said and "the window starts after the run's last update" in said

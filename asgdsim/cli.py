@@ -475,8 +475,8 @@ def plan_text(result: Plan, name: str) -> str:
                      f"({result.simulated} simulated, {result.simulated - result.confirmed} "
                      "refuted)")
     if result.minibatch_is_sub_batch:
-        lines.append("  every update here applies one learner's gradient: the mini-batch is the "
-                     "sub-batch whatever the cluster, so only the sub-batch can meet the target; "
+        lines.append("  every configuration here applies one learner's gradient an update: the "
+                     "mini-batch is the sub-batch, so only the sub-batch can meet the target; "
                      "nodes and GPUs change speed, staleness and cost")
     shown = t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12)
     if shown.empty:

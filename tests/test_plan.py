@@ -95,7 +95,7 @@ def test_staleness_limit_and_async_note(tmp_path, capsys):
     assert main(["plan", str(asynchronous), "--target-minibatch", "64", "--max-gpus", "4",
                  "--confirm", "1", "--set", "stop.epochs=0.02", "--out", str(tmp_path / "a")]) == 0
     printed = capsys.readouterr().out
-    assert "the mini-batch is the sub-batch whatever the cluster" in printed
+    assert "applies one learner's gradient an update: the mini-batch is the sub-batch" in printed
     table = pd.read_csv(tmp_path / "a" / "plan.csv")
     assert set(table.loc[table["feasible"], "sub_batch"]) == {64}
 

@@ -106,47 +106,47 @@ def same_fits(stored, fresh) -> bool:
     return stored == fresh
 
 
-def test_step_times_follow_a_reloaded_catalog(tmp_path, monkeypatch):
+@pytest.fixture
+def users_catalog(tmp_path, monkeypatch):
+    """Use a user's catalog file of the given text; the shipped one again after."""
+    def use(text: str) -> None:
+        mine = tmp_path / "mine.yaml"
+        mine.write_text(text)
+        monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
+        catalog.reload()
+    yield use
+    monkeypatch.delenv(catalog.USER_CATALOG, raising=False)
+    catalog.reload()
+
+
+def test_step_times_follow_a_reloaded_catalog(users_catalog):
     # derived figures (specs, kernel fits, step times) are cached under the
     # catalog's fingerprint: after a reload they equal a fresh process's
     import subprocess
     import sys
 
-    from asgdsim import catalog, step_time
+    from asgdsim import step_time
     before = step_time("V100", "resnet50", 16)
-    mine = tmp_path / "mine.yaml"
-    mine.write_text("gpus:\n  V100: {architecture: volta, peak_flops: 7 TFLOP/s, "
-                    "memory_bandwidth: 900 GB/s, memory: 16 GB, host_link: pcie3-x16}\n")
-    monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
-    catalog.reload()
-    try:
-        after = step_time("V100", "resnet50", 16)
-        fresh = subprocess.run(
-            [sys.executable, "-c", "from asgdsim import step_time; print(repr(step_time('V100', 'resnet50', 16)))"],
-            capture_output=True, text=True, check=True).stdout
-        assert after == float(fresh) and after != before
-    finally:
-        monkeypatch.delenv(catalog.USER_CATALOG)
-        catalog.reload()
+    users_catalog("gpus:\n  V100: {architecture: volta, peak_flops: 7 TFLOP/s, "
+                  "memory_bandwidth: 900 GB/s, memory: 16 GB, host_link: pcie3-x16}\n")
+    after = step_time("V100", "resnet50", 16)
+    fresh = subprocess.run(
+        [sys.executable, "-c", "from asgdsim import step_time; print(repr(step_time('V100', 'resnet50', 16)))"],
+        capture_output=True, text=True, check=True).stdout
+    assert after == float(fresh) and after != before
+    users_catalog("")                                     # an empty file: the shipped figures
     assert step_time("V100", "resnet50", 16) == before
 
 
-def test_a_users_entry_replaces_the_shipped_one_whatever_its_case_or_alias(tmp_path, monkeypatch):
+def test_a_users_entry_replaces_the_shipped_one_whatever_its_case_or_alias(users_catalog):
     # `k80` is the K80: tesla-k80, gk210 and the machine presets name the user's figures
     from asgdsim import step_time
 
     shipped = step_time("K80", "vgg16", 32)
-    mine = tmp_path / "mine.yaml"
-    mine.write_text("gpus:\n  k80: {architecture: kepler, peak_flops: 100 TFLOP/s, "
-                    "memory_bandwidth: 240 GB/s, host_link: pcie3-x16}\n")
-    monkeypatch.setenv(catalog.USER_CATALOG, str(mine))
-    catalog.reload()
-    try:
-        times = {name: step_time(name, "vgg16", 32) for name in ("K80", "k80", "tesla-k80", "gk210")}
-        assert len(set(times.values())) == 1 and times["K80"] < shipped / 2
-        assert [n for n in catalog.names("gpus") if n.lower() == "k80"] == ["k80"]
-        assert catalog.lookup("machines", "aws-p2.8xlarge")["gpu"] == "K80"   # named by the preset...
-        assert catalog.lookup("gpus", "K80")["peak_flops"] == "100 TFLOP/s"   # ...which is the user's
-    finally:
-        monkeypatch.delenv(catalog.USER_CATALOG)
-        catalog.reload()
+    users_catalog("gpus:\n  k80: {architecture: kepler, peak_flops: 100 TFLOP/s, "
+                  "memory_bandwidth: 240 GB/s, host_link: pcie3-x16}\n")
+    times = {name: step_time(name, "vgg16", 32) for name in ("K80", "k80", "tesla-k80", "gk210")}
+    assert len(set(times.values())) == 1 and times["K80"] < shipped / 2
+    assert [n for n in catalog.names("gpus") if n.lower() == "k80"] == ["k80"]
+    assert catalog.lookup("machines", "aws-p2.8xlarge")["gpu"] == "K80"   # named by the preset...
+    assert catalog.lookup("gpus", "K80")["peak_flops"] == "100 TFLOP/s"   # ...which is the user's

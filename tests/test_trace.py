@@ -275,17 +275,13 @@ def test_failures_and_learners_of_two_gpus(tmp_path, scenario, scope):
     assert lost and all(round(e["ts"] + e["dur"], 3) in downs for e in lost)
 
 
-def test_a_cap_below_the_names_says_nothing_of_the_run_fits(tmp_path, capsys):
+@pytest.mark.parametrize("flag, value, words", [
+    ("--trace-max-events", "1", "alone pass the cap of 1 events"),
+    ("--trace-window", "1000 h..2000 h", "the window starts after the run's last update")])
+def test_a_trace_with_nothing_of_the_run_says_why(flag, value, words, tmp_path, capsys):
+    # a cap below the names of its processes and threads, or a window after the run
     scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
-    assert main(["run", str(scenario), "--trace", "--trace-max-events", "1", "--set",
-                 "stop.gradients=500", "--out", str(tmp_path / "t")]) == 0
+    assert main(["run", str(scenario), "--trace", flag, value, "--set", "stop.gradients=500",
+                 "--out", str(tmp_path / "t")]) == 0
     said = capsys.readouterr().err
-    assert "0 gradients" in said and "alone pass the cap of 1 events" in said
-
-
-def test_a_window_after_the_run_says_so(tmp_path, capsys):
-    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
-    assert main(["run", str(scenario), "--trace", "--trace-window", "1000 h..2000 h", "--set",
-                 "stop.gradients=500", "--out", str(tmp_path / "t")]) == 0
-    said = capsys.readouterr().err
-    assert "0 gradients" in said and "the window starts after the run's last update" in said
+    assert "0 gradients" in said and words in said

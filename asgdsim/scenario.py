@@ -32,7 +32,7 @@ from .errors import ScenarioError
 from .groups import NODE_KEYS, REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
 from .precision import Layout, Precision, activation_bytes
-from .specs import (Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
+from .specs import (NOT_BOOL, Bytes, BytesPerSecond, Count, EmpiricalSpec, GpuSpec, JitterSpec, LawSpec, Link,
                     LinkSpec, ModelSpec, Seconds, SecondsOrZero, StepLawSpec, _from_catalog, _model,
                     _Spec, catalog_model)
 
@@ -106,7 +106,7 @@ class FatTree(_Spec):
 
     kind: Literal["fat-tree"]
     nodes_per_switch: Count
-    oversubscription: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)] = 1.0
 
     @field_validator("oversubscription", mode="before")
     @classmethod
@@ -350,7 +350,7 @@ class Warmup(_Spec):
 
     time: Seconds | None = None
     updates: Count | None = None
-    epochs: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    epochs: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)] | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Warmup:
@@ -368,15 +368,15 @@ def _warmup(value: Any) -> Any:
 class Stragglers(_Spec):
     """Each step, independently with ``probability``, takes ``slowdown`` times as long."""
 
-    probability: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-    slowdown: Annotated[float, Field(ge=1, allow_inf_nan=False)]
+    probability: Annotated[float, NOT_BOOL, Field(gt=0, le=1, allow_inf_nan=False)]
+    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)]
 
 
 class SlowLearners(_Spec):
     """The learners listed (by index) always take ``slowdown`` times as long."""
 
     learners: Annotated[list[Annotated[int, Field(ge=0, strict=True)]], Field(min_length=1)]
-    slowdown: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    slowdown: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)]
 
     @field_validator("learners")
     @classmethod
@@ -406,7 +406,7 @@ class LinkSlowdown(_Spec):
     links: Literal["network", "host_link", "disk"]
     from_: Annotated[SecondsOrZero, Field(alias="from")]
     to: Seconds
-    factor: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    factor: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)]
 
     @model_validator(mode="after")
     def _ordered(self) -> LinkSlowdown:
@@ -431,7 +431,7 @@ class Stop(_Spec):
 
     # a million epochs is already years of simulation; beyond it the
     # closed form's sums overflow before the cost estimate can refuse the run
-    epochs: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
+    epochs: Annotated[float, NOT_BOOL, Field(gt=0, le=1e6, allow_inf_nan=False)] | None = None
     gradients: Count | None = None
     updates: Count | None = None
     time: Seconds | None = None

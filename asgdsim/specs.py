@@ -29,6 +29,16 @@ def _quantity(dimension: str):
     return BeforeValidator(lambda v: parse_quantity(v, dimension))
 
 
+def _not_bool(value: Any) -> Any:
+    # YAML's true is 1 to pydantic's float: a number written as a word is a mistake
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    return value
+
+
+#: on a plain number: refuses true and false
+NOT_BOOL = BeforeValidator(_not_bool)
+
 Seconds = Annotated[float, _quantity("time"), Field(gt=0, allow_inf_nan=False)]
 SecondsOrZero = Annotated[float, _quantity("time"), Field(ge=0, allow_inf_nan=False)]
 Bytes = Annotated[float, _quantity("bytes"), Field(gt=0, allow_inf_nan=False)]
@@ -65,7 +75,7 @@ class LinkSpec(_Spec):
     bandwidth: BytesPerSecond
     latency: SecondsOrZero = 0.0
     #: the fraction of ``bandwidth`` a GPU collective achieves on this link
-    collective_efficiency: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    collective_efficiency: Annotated[float, NOT_BOOL, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
     #: one step of a GPU collective over this link (default: ``latency``)
     collective_latency: SecondsOrZero | None = None
     source: str = "inline"
@@ -226,8 +236,8 @@ class LawSpec(_Spec):
 
     distribution: str
     mean: Seconds
-    cv: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    shape: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    cv: Annotated[float, NOT_BOOL, Field(ge=0, allow_inf_nan=False)] | None = None
+    shape: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)] | None = None
     shift: SecondsOrZero | None = None
 
     @field_validator("distribution")
@@ -288,4 +298,4 @@ StepLawSpec = Annotated[
 class JitterSpec(LawSpec):
     """A multiplicative noise law on a modelled step time: mean 1 by default."""
 
-    mean: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    mean: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)] = 1.0

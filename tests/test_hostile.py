@@ -238,3 +238,14 @@ def test_a_sprint_cycle_of_thousands_of_steps_is_refused_at_once(override, key, 
     assert main(["predict", str(scenario), "--set", override, "--set", "timing.jitter=none",
                  "--set", "stop.gradients=500"]) == 2
     assert f"{key}: expected a SPRINT cycle of at most 512 learner steps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override, key", [
+    ("faults.stragglers={probability: true, slowdown: 4}", "faults.stragglers.probability"),
+    ("stop.epochs=true", "stop.epochs"),
+    ("timing.compute={distribution: gamma, mean: 100 ms, cv: false}", "timing.compute.cv")])
+def test_true_or_false_is_no_number(override, key, capsys):
+    # pydantic reads true as 1.0 where a number goes: every step a straggler, silently
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
+    assert main(["predict", str(scenario), "--set", override]) == 2
+    assert f"{key}: expected a number, got " in capsys.readouterr().err

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..specs import _Spec
+from ..specs import NOT_BOOL, _Spec
 from ..structure import Loop, stages
 from .kind import Kind
 from .server import build_with
@@ -23,7 +23,7 @@ class Spec(_Spec):
     #: the fraction of the collective hidden behind the backward pass, or
     #: backward: as much of it as the backward pass lasts (Horovod's tensor
     #: fusion and DDP's buckets sum each gradient while the rest are computed)
-    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | Literal["backward"] = 0.0
+    overlap: Annotated[float, NOT_BOOL, Field(ge=0, le=1, allow_inf_nan=False)] | Literal["backward"] = 0.0
 
 
 def loop(scenario, c) -> Loop:

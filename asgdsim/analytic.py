@@ -124,6 +124,9 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     """The closed-form prediction for ``scenario`` (milliseconds, no simulation).
 
     ``costs``, when the caller already has them, saves deriving them again."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"predict takes a Scenario (asgdsim.load_scenario(path)), got "
+                        f"{type(scenario).__name__}")
     costs = costs or costs_of(scenario)
     whole = _closed_form(scenario, costs)
     if scenario.stop.warmup is None:

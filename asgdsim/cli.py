@@ -349,6 +349,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .progress import PointsBar, shown
     from .sweep import SweepError, sweep
 
+    from .output import check_writable
+    check_writable(Path(args.out), True)       # a folder it can write in (sweep keeps its own rules)
     bar = PointsBar("sweep") if shown(args.quiet) else None
     try:
         results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
@@ -674,6 +676,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for path in (out, figure):
         if path is not None and path.exists() and not args.overwrite:
             raise UsageError(f"{path} exists; pass --overwrite to replace it or choose another")
+        if path is not None:      # a folder it can write the file in
+            from .output import check_writable
+            check_writable(path.parent, True, files=(path.name,))
     fits = fit_laws(steps)
     cv = 0.0 if np.all(steps == steps[0]) else steps.std() / steps.mean()
     print(f"{args.steps}: {len(steps)} steps, mean {1e3 * steps.mean():.4g} ms, "
@@ -730,6 +735,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for path in (table_path, figure_path):
         if path.exists() and not args.overwrite:
             raise UsageError(f"{path} exists; pass --overwrite to replace it or choose --out")
+    from .output import check_writable
+    check_writable(out, True, files=("replay.csv", "figures/replay.png"))
     try:
         gradients = pd.read_parquet(events, columns=["version_read", "version_applied",
                                                      "staleness", "samples", "t_end"])

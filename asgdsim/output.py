@@ -47,6 +47,8 @@ def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = ()) -> N
     that holds files (unless ``overwrite``), or where one of the ``files``
     the command writes is a folder."""
     out = Path(out)
+    if out.is_symlink() and not out.exists():
+        raise OutputExists(f"{out} is a link to {os.readlink(out)}, which does not exist")
     if out.exists() and not out.is_dir():
         raise OutputExists(f"{out} exists and is not a folder")
     for name in files:

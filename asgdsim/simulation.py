@@ -29,7 +29,7 @@ from .components.weights import Weights
 from .costs import Costs, costs_of
 from .errors import ScenarioError
 from .recorder import Recorder
-from .scenario import Scenario
+from .scenario import Scenario, scenario_from_dict
 from .summary import first_measured_version, measured, summarize
 from .timeline import Timeline
 
@@ -166,6 +166,15 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     ``progress``: called every so often with a :class:`Progress`."""
     from .budget import check_learners
 
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"simulate takes a Scenario (asgdsim.load_scenario(path)), got "
+                        f"{type(scenario).__name__}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed: expected a whole number from 0, got {seed!r}")
+    # a scenario changed with model_copy(update=...) was never checked: check it
+    # (a negative sub-batch ran, and counted negative samples)
+    scenario = scenario_from_dict(scenario.model_dump(mode="json", exclude_none=True,
+                                                      by_alias=True), source=scenario.name)
     check_learners(scenario, scenario.name)       # the simulator's own bound, not predict's
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed

@@ -1,0 +1,42 @@
+"""The Python API refuses what it cannot take with a clear exception, as
+the commands do: nothing changed behind validation's back runs."""
+
+from pathlib import Path
+
+import pytest
+
+import asgdsim
+from asgdsim.errors import ScenarioError
+
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
+
+
+def test_a_scenario_changed_with_model_copy_is_checked_before_it_runs():
+    sc = asgdsim.load_scenario(SCENARIO)
+    bad = sc.model_copy(update={"workload": sc.workload.model_copy(update={"sub_batch": -5})})
+    with pytest.raises(ScenarioError, match="workload.sub_batch"):
+        asgdsim.simulate(bad)         # it ran, and counted -1500 samples
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda sc: asgdsim.simulate(sc, seed=-1), ValueError),
+    (lambda sc: asgdsim.simulate(sc, seed=True), ValueError),
+    (lambda sc: asgdsim.simulate(str(SCENARIO)), TypeError),
+    (lambda sc: asgdsim.predict(str(SCENARIO)), TypeError),
+    (lambda sc: asgdsim.step_time("K80", "vgg16", 16, cuda_graphs="no"), ValueError),
+    (lambda sc: asgdsim.step_time(None, "vgg16", 16), TypeError)])
+def test_the_api_refuses_arguments_it_cannot_take(call, error):
+    with pytest.raises(error):
+        call(asgdsim.load_scenario(SCENARIO))
+
+
+@pytest.mark.parametrize("command", [
+    ["run", str(SCENARIO), "--set", "stop.gradients=100", "--out"],
+    ["sweep", str(SCENARIO), "--grid", "cluster.nodes=1", "--set", "stop.gradients=100", "--out"]])
+def test_an_output_link_to_nothing_is_refused_before_any_work(command, tmp_path, capsys):
+    from asgdsim.cli import main
+
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "nowhere")
+    assert main([*command, str(link)]) == 2
+    assert "is a link to" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()

@@ -41,6 +41,9 @@ DIMENSIONS: dict[str, dict[str, float]] = {
     "flops": _FLOP,
 }
 
+#: what a quantity of each dimension is called in a message
+_WORDS = {"time": "a time", "bytes": "a size", "bandwidth": "a bandwidth",
+          "flop_rate": "a FLOP rate", "flops": "a FLOP count"}
 _EXAMPLE = {"time": "'120 ms'", "bytes": "'6 GB'", "bandwidth": "'56 Gb/s'",
             "flop_rate": "'4.37 TFLOP/s'", "flops": "'15.5 GFLOP'"}
 
@@ -61,19 +64,20 @@ def parse_quantity(value: object, dimension: str) -> float:
     """
     units = DIMENSIONS[dimension]
     if isinstance(value, bool):
-        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+        raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     if isinstance(value, (int, float)):
         return float(value)
     if not isinstance(value, str):
-        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+        raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     match = _NUMBER_UNIT.match(value)
     if not match:
-        raise UnitError(f"expected a {dimension} such as {_EXAMPLE[dimension]}, got {value!r}")
+        raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     number, unit = float(match.group(1)), (match.group(2) or "")
     if not unit:
         return number
     if unit not in units:
         raise UnitError(
-            f"unknown {dimension} unit {unit!r} in {value!r}; expected a number with a unit "
+            f"unknown {_WORDS[dimension].removeprefix('a ')} unit {unit!r} in {value!r}; expected a "
+            "number with a unit "
             f"such as {_EXAMPLE[dimension]}")
     return number * units[unit]

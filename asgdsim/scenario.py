@@ -548,7 +548,7 @@ class Scenario(_Spec):
                 else "workload.sub_batch"
             raise KeyedError(key,
                              f"{self.workload.model.name} at sub-batch {self.workload.sub_batch} "
-                             f"does not fit in the {gpu.memory / 1e9:.0f} GB of a {gpu.name}: "
+                             f"does not fit in the {gpu.memory / 1e9:.3g} GB of a {gpu.name}: "
                              f"{need.describe(self.workload.sub_batch)}")
         return self
 
@@ -671,7 +671,10 @@ def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     """A copy of the raw scenario mapping with dotted-key overrides set."""
     data = _deep_copy(data)
     for dotted, value in overrides.items():
-        keys = dotted.split(".")
+        keys = str(dotted).split(".")
+        if not all(key.strip() for key in keys):
+            raise ScenarioError(source, [("", f"cannot set {dotted!r}: expected a dotted key such "
+                                              "as stop.epochs or cluster.groups.1.nodes")])
         node = data
         for depth, key in enumerate(keys):
             where = ".".join(keys[:depth])
@@ -752,6 +755,10 @@ def _describe(error: dict, data: Any) -> tuple[str, str]:
     elif kind.startswith(("int_", "float_", "greater_than", "less_than", "string_", "model_",
                           "dict_", "tuple_", "bool_", "finite_")):
         message = "expected " + message.removeprefix("Input should be ")
+        if kind.startswith("int_") and isinstance(given := error.get("input"), str) and \
+                re.fullmatch(r"\s*[-+]?\d+(\.\d*)?[eE][-+]?\d+\s*", given):
+            # YAML reads 1e3 as text, and a count is not a float
+            message += " written out in digits (1000, not 1e3)"
     return key, f"{message} (got {_short(error.get('input'))})" if kind != "value_error" else message
 
 

@@ -40,3 +40,11 @@ def test_an_output_link_to_nothing_is_refused_before_any_work(command, tmp_path,
     link.symlink_to(tmp_path / "nowhere")
     assert main([*command, str(link)]) == 2
     assert "is a link to" in capsys.readouterr().err and not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("override, words", [
+    ({"stop..gradients": 5}, "cannot set 'stop..gradients': expected a dotted key"),
+    ({"stop.gradients": "1e3"}, "stop.gradients: expected a valid integer written out in digits")])
+def test_overrides_are_refused_in_words(override, words):
+    with pytest.raises(ScenarioError, match=words.replace(".", r"\.").replace("(", r"\(")):
+        asgdsim.load_scenario(SCENARIO, overrides=override)

@@ -106,7 +106,7 @@ def estimate(scenario: Scenario) -> Estimate:
         if step_s > 0 and costs.cycle_s / step_s > MAX_STEPS_PER_CYCLE:
             # the cycle, or the step, is the odd one: whichever the user set
             key = ("timing.update_interval" if interval is not None else "timing.compute"
-                   if _step_set(scenario) else "cluster")
+                   if not isinstance(scenario.timing.compute, str) else "cluster")
             made_of = "" if interval is not None else \
                 " (the Allreduce of the weights over the network, and the nodes' update)"
             raise ScenarioError("", [(key, (
@@ -164,13 +164,6 @@ def estimate(scenario: Scenario) -> Estimate:
         if outages > gradients:
             key = "faults.failures.mtbf"
     return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
-
-
-def _step_set(scenario: Scenario) -> bool:
-    """Whether the scenario gives its step time itself (a law), rather than
-    the kernel tables or roofline pricing it."""
-    compute = scenario.timing.compute
-    return not isinstance(compute, str)
 
 
 def check_warmup(scenario: Scenario, source: str) -> None:

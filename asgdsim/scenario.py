@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -381,7 +382,7 @@ class SlowLearners(_Spec):
     @field_validator("learners")
     @classmethod
     def _each_once(cls, learners: list[int]) -> list[int]:
-        if repeated := sorted({i for i in learners if learners.count(i) > 1}):
+        if repeated := sorted(i for i, n in Counter(learners).items() if n > 1):
             raise ValueError(f"expected each learner once, got {', '.join(map(str, repeated))} "
                              "more than once")
         return learners

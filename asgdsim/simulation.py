@@ -27,10 +27,9 @@ from .cluster import Cluster, build_cluster
 from .components.slowdown import apply_slowdowns
 from .components.weights import Weights
 from .costs import Costs, costs_of
-from .errors import ScenarioError
 from .recorder import Recorder
 from .scenario import Scenario, scenario_from_dict
-from .summary import first_measured_version, measured, summarize
+from .summary import measured, summarize
 from .timeline import Timeline
 
 __all__ = ["Progress", "Result", "simulate"]
@@ -143,21 +142,6 @@ def _horizon_s(scenario: Scenario, prediction: Prediction) -> float:
     return min(finite) if finite else 1.0
 
 
-def _check_something_measured(scenario: Scenario, gradients, updates, end_s: float) -> None:
-    """Refuse a run whose warm-up covered all of it (budget.py refuses one
-    that the closed form says would, before simulating; this is the run
-    that came out shorter than it said)."""
-    if scenario.stop.warmup is None:
-        return
-    kept_gradients, kept_updates = measured(gradients, updates,
-                                            first_measured_version(scenario, updates))
-    if kept_gradients.empty or kept_updates.empty:
-        raise ScenarioError(scenario.name, [("stop.warmup", (
-            f"expected a warm-up shorter than the run, which ended after {end_s:.4g} s and "
-            f"{len(updates):,} updates, all within the warm-up: no gradient was left to "
-            "measure"))])
-
-
 def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline | None = None,
              progress: Callable[[Progress], None] | None = None) -> Result:
     """Simulate ``scenario`` (with ``seed`` instead of the scenario's, if given).
@@ -205,7 +189,6 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     env.run(until=until)
 
     gradients, updates = recorder.frames(cluster.node_of_learner)
-    _check_something_measured(scenario, gradients, updates, env.now)
     if scenario.cluster.groups is not None:
         from .groups import group_of_learner
         gradients.insert(gradients.columns.get_loc("node") + 1, "group",

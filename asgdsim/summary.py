@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .analytic import Prediction
+from .errors import ScenarioError
 from .groups import group_figures
 from .pmf import Pmf, total_variation
 from .scenario import Scenario
@@ -97,6 +98,13 @@ def summarize(scenario: Scenario, gradients: pd.DataFrame, updates: pd.DataFrame
     samples = int(updates["minibatch"].sum())
     first = first_measured_version(scenario, updates)
     kept_gradients, kept_updates = measured(gradients, updates, first)
+    if scenario.stop.warmup is not None and (kept_gradients.empty or kept_updates.empty):
+        # (budget.py refuses a warm-up the closed form says covers the run,
+        # before simulating; this is a run that came out shorter than it said)
+        raise ScenarioError(scenario.name, [("stop.warmup", (
+            f"expected a warm-up shorter than the run, which ended after "
+            f"{simulated_time_s:.4g} s and {len(updates):,} updates, all within the warm-up: "
+            "no gradient was left to measure"))])
     staleness = (Pmf.of_samples(kept_gradients["staleness"].to_numpy()) if len(kept_gradients)
                  else Pmf.point(0))
     minibatch = (Pmf.of_samples(kept_updates["minibatch"].to_numpy()) if len(kept_updates)

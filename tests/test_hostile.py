@@ -228,24 +228,26 @@ def test_an_unknown_architecture_is_refused_not_priced_like_another(tmp_path, ca
     assert "cluster.gpu.architecture: expected 'kepler'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("override, key", [
-    ("timing.update_interval=1 h", "timing.update_interval"),
-    ("cluster.topology.oversubscription=1e5", "cluster"),
-    ("timing.compute={distribution: deterministic, mean: 0.1 ms}", "timing.compute")])
-def test_a_sprint_cycle_of_thousands_of_steps_is_refused_at_once(override, key, capsys):
+SPRINT_FAT_TREE = ("tsubame2.5-vgg16-fat-tree.yaml", "timing.jitter=none", "stop.gradients=500")
+CYCLE = "expected a SPRINT cycle of at most 512 learner steps"
+
+
+@pytest.mark.parametrize("scenario, override, key, words", [
     # the closed form lays out every step of a cycle: 39 s at 2,280 steps, hours beyond
-    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "tsubame2.5-vgg16-fat-tree.yaml"
-    assert main(["predict", str(scenario), "--set", override, "--set", "timing.jitter=none",
-                 "--set", "stop.gradients=500"]) == 2
-    assert f"{key}: expected a SPRINT cycle of at most 512 learner steps" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("override, key", [
-    ("faults.stragglers={probability: true, slowdown: 4}", "faults.stragglers.probability"),
-    ("stop.epochs=true", "stop.epochs"),
-    ("timing.compute={distribution: gamma, mean: 100 ms, cv: false}", "timing.compute.cv")])
-def test_true_or_false_is_no_number(override, key, capsys):
+    (SPRINT_FAT_TREE, "timing.update_interval=1 h", "timing.update_interval", CYCLE),
+    (SPRINT_FAT_TREE, "cluster.topology.oversubscription=1e5", "cluster", CYCLE),
+    (SPRINT_FAT_TREE, "timing.compute={distribution: deterministic, mean: 0.1 ms}",
+     "timing.compute", CYCLE),
     # pydantic reads true as 1.0 where a number goes: every step a straggler, silently
-    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "ideal-async-exponential.yaml"
-    assert main(["predict", str(scenario), "--set", override]) == 2
-    assert f"{key}: expected a number, got " in capsys.readouterr().err
+    (("ideal-async-exponential.yaml",), "faults.stragglers={probability: true, slowdown: 4}",
+     "faults.stragglers.probability", "expected a number, got "),
+    (("ideal-async-exponential.yaml",), "stop.epochs=true", "stop.epochs",
+     "expected a number, got "),
+    (("ideal-async-exponential.yaml",), "timing.compute={distribution: gamma, mean: 100 ms, cv: false}",
+     "timing.compute.cv", "expected a number, got ")])
+def test_a_shipped_scenario_set_wrong_is_refused_at_once(scenario, override, key, words, capsys):
+    name, *settings = scenario
+    path = Path(__file__).resolve().parents[1] / "scenarios" / name
+    assert main(["predict", str(path), "--set", override,
+                 *[a for s in settings for a in ("--set", s)]]) == 2
+    assert f"{key}: {words}" in capsys.readouterr().err

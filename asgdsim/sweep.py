@@ -206,6 +206,14 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
         raise SweepError("a grid needs at least one key, each with a list of values")
     if replications < 1 or workers < 1:
         raise SweepError("replications and workers must be at least 1")
+    if "seed" in grid:
+        # the results' seed column is each run's own seed (point_seed): a
+        # grid of seeds would be overwritten there, and replications are
+        # what runs a point again with other seeds
+        raise SweepError("grid key 'seed': every point gets its own seed from the scenario's "
+                         "seed and the point (the results' seed column); to run each point "
+                         "with more seeds use --replications N, to change the base seed "
+                         "--set seed=N")
     raw, source = raw_scenario(scenario, overrides)
     if overrides:
         raw = apply_overrides(raw, overrides, source)

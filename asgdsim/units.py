@@ -19,7 +19,8 @@ __all__ = ["UnitError", "parse_quantity", "DIMENSIONS"]
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
            "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
 
-_TIME = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+#: micro as the micro sign (U+00B5) or the Greek mu (U+03BC) keyboards give
+_TIME = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
          "min": 60.0, "h": 3600.0, "hour": 3600.0}
 
 

@@ -88,6 +88,11 @@ def test_bad_grids_are_refused_before_anything_runs(tmp_path, capsys):
     assert "cluster.nodez" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
     assert main(["sweep", str(SCENARIO), "--grid", "nodes", "--out", str(tmp_path / "y")]) == 2
+    capsys.readouterr()
+    # the results' seed column is each run's own: a grid of seeds is refused, not overwritten
+    assert main(["sweep", str(SCENARIO), "--grid", "seed=1,2", "--out", str(tmp_path / "s")]) == 2
+    assert "--replications" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
     assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1", "--workers", "2",
                  "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "z")]) == 2
 

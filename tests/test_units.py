@@ -1,0 +1,34 @@
+"""Quantities with units: each unit name to its exact factor, and a wrong
+unit refused with what was expected."""
+
+import pytest
+
+from asgdsim.units import UnitError, parse_quantity
+
+
+@pytest.mark.parametrize("text, dimension, value", [
+    ("5 us", "time", 5e-6),
+    ("5 \u00b5s", "time", 5e-6),          # the micro sign
+    ("5 \u03bcs", "time", 5e-6),          # the Greek mu a keyboard gives
+    ("120 ms", "time", 0.12),
+    ("2 min", "time", 120.0),
+    ("56 Gb/s", "bandwidth", 7e9),
+    ("10 Gbps", "bandwidth", 1.25e9),
+    ("6 GB", "bytes", 6e9),
+    ("1 GiB", "bytes", 2.0**30),
+    ("4.37 TFLOP/s", "flop_rate", 4.37e12),
+    (3.5, "time", 3.5),                  # a plain number is in the base unit
+])
+def test_each_unit_to_its_exact_factor(text, dimension, value):
+    assert parse_quantity(text, dimension) == pytest.approx(value, rel=1e-15)
+
+
+@pytest.mark.parametrize("text, dimension, said", [
+    ("5 parsecs", "time", "unknown time unit 'parsecs'"),
+    ("10 GB", "bandwidth", "unknown bandwidth unit 'GB'"),
+    (True, "bytes", "expected a size such as '6 GB'"),
+    ("fast", "time", "expected a time such as '120 ms'"),
+])
+def test_a_wrong_unit_is_refused_with_what_was_expected(text, dimension, said):
+    with pytest.raises(UnitError, match=said):
+        parse_quantity(text, dimension)

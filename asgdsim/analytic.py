@@ -505,6 +505,13 @@ def _sharded_fabric(loop: Loop, topology: Topology, cycle: float) -> str | None:
     return None
 
 
+def add_reason(laws: dict, reason: str) -> None:
+    """One more way ``laws``' scenario is outside the closed form's
+    assumptions, said after those already said (each fault its own)."""
+    said = laws.get("assumptions")
+    laws["assumptions"] = f"{OUTSIDE}: {reason}" if said is None else f"{said}; and {reason}"
+
+
 def _outside(*reasons: str | None) -> dict[str, str]:
     """``laws`` entries for the first reason the closed form does not apply."""
     reason = next((r for r in reasons if r is not None), None)

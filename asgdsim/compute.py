@@ -196,6 +196,11 @@ def read_user_table(path: str) -> pd.DataFrame:
     return table
 
 
+def table_gpus(path: str) -> set[str]:
+    """The catalog names of the GPUs whose kernels a user's table holds."""
+    return {_gpu(str(name)).name for name in read_user_table(path)["gpu"].unique()}
+
+
 @cache
 def _gpu(name: str) -> GpuSpec:
     return GpuSpec.model_validate(catalog.lookup("gpus", name))

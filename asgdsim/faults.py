@@ -65,12 +65,12 @@ def with_link_slowdowns(scenario, whole):
     """The closed form prices every link at its full rate: a run whose links
     slow down for a while is outside its assumptions (the simulator's
     figures are exact for the window; see components/slowdown.py)."""
-    from .analytic import OUTSIDE
+    from .analytic import add_reason
 
     windows = "; ".join(f"{s.links} at {s.factor:g} of its rate from {s.from_:g} s to {s.to:g} s"
                         for s in scenario.faults.link_slowdowns)
     laws = dict(whole.laws)
-    laws.setdefault("assumptions", f"{OUTSIDE}: links slow down ({windows}), and the closed "
+    add_reason(laws, f"links slow down ({windows}), and the closed "
                     "form takes every link at its full rate")
     return replace(whole, laws=laws)
 
@@ -80,7 +80,7 @@ def with_learner_laws(scenario, costs, whole):
     differ: groups of different GPUs or laws (cluster.groups), persistently
     slow learners, or both. Each learner's law is costs.learner_laws';
     ``whole`` took the groups' mixed law for all, without the slowdowns."""
-    from .analytic import OUTSIDE, _ideal
+    from .analytic import _ideal, add_reason
     from .costs import learner_classes
 
     from .shapes import COMPOSED, with_groups
@@ -117,7 +117,7 @@ def with_learner_laws(scenario, costs, whole):
         if not alike or shapes:
             taken = ("the groups' laws mixed by their learners"
                      if len(set(costs.group_computes)) > 1 else "one learner's law")
-            out.setdefault("assumptions", f"{OUTSIDE}: {_differences(scenario, costs)}, and the "
+            add_reason(out, f"{_differences(scenario, costs)}, and the "
                            f"closed form of {kind} here assumes identical learners (it takes "
                            + taken + (" without the slowdown" if slow is not None else "")
                            + (" and the first group's loop" if shapes else "") + ")")
@@ -321,7 +321,7 @@ def with_failures(scenario, costs, whole):
     short as steps.
     Every other kind: the epoch time scaled by 1 / A, labelled outside.
     """
-    from .analytic import OUTSIDE, _ideal, _is_exponential
+    from .analytic import _ideal, _is_exponential, add_reason
     from .pmf import Pmf, binomial, lattice
 
     spec, law = scenario.faults.failures, costs.compute
@@ -333,7 +333,7 @@ def with_failures(scenario, costs, whole):
     kind, total = scenario.algorithm.kind, scenario.cluster.learners
     if spec.scope == "node" and scenario.cluster.mixed_shapes:
         # nodes of different sizes: the units below are all of one size
-        laws.setdefault("assumptions", f"{OUTSIDE}: nodes of {len(scenario.cluster.groups)} "
+        add_reason(laws, f"nodes of {len(scenario.cluster.groups)} "
                         "shapes fail, and the closed form's failure units are alike; the "
                         f"failure-free epoch time scaled by the share of time up ({available:.1%})")
         return replace(scaled, laws=laws)
@@ -344,11 +344,11 @@ def with_failures(scenario, costs, whole):
     run_s = whole.gradients / per_s if per_s > 0 and math.isfinite(whole.gradients) else math.inf
     cycles = units * run_s / (spec.mtbf + spec.repair)
     if cycles < FEW_FAILURES:
-        laws.setdefault("assumptions", f"{OUTSIDE}: about {cycles:.3g} failures are expected in "
+        add_reason(laws, f"about {cycles:.3g} failures are expected in "
                         "the run, and the closed form's share of time up is the long run's")
         return replace(scaled, laws=laws)
     if not (kind == "async" and _ideal(scenario) and _is_exponential(law)):
-        laws.setdefault("assumptions", f"{OUTSIDE}: {spec.scope}s fail (up {available:.1%} of the "
+        add_reason(laws, f"{spec.scope}s fail (up {available:.1%} of the "
                         f"time); the closed form of {kind} here is the failure-free one, its "
                         "epoch time scaled by that share")
         return replace(scaled, laws=laws)

@@ -79,10 +79,11 @@ class RunBar:
         if self.bar is None:
             self._open(p)
         value = getattr(p, UNITS[self.unit][0])
-        self.bar.update((value if self.bar.total is None else min(value, self.bar.total))
-                        - self.bar.n)
+        # the postfix first: update() may redraw, and must show this call's time
         if self.unit != "simulated s":
             self.bar.set_postfix_str(f"{p.now_s:,.1f} s simulated", refresh=False)
+        self.bar.update((value if self.bar.total is None else min(value, self.bar.total))
+                        - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -106,9 +107,9 @@ class PointsBar:
                             leave=False, **_size())
         if total != self.bar.total:
             self.bar.total = total
-        self.bar.update(done + failed - self.bar.n)
         if failed:
             self.bar.set_postfix_str(f"{failed} {self.failed}", refresh=False)
+        self.bar.update(done + failed - self.bar.n)
         self.bar.refresh()
 
     def close(self) -> None:

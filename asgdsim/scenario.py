@@ -538,6 +538,28 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _kernel_table_is_read(self) -> Scenario:
+        # a table that prices nothing would be dropped without a word
+        path = self.timing.kernel_table
+        if path is None:
+            return self
+        if self.timing.compute != "table":
+            what = self.timing.compute if isinstance(self.timing.compute, str) else "a distribution"
+            raise KeyedError("timing.kernel_table",
+                             f"a kernel table prices steps with timing.compute: table, and this "
+                             f"scenario's compute is {what}; set compute: table or remove "
+                             "kernel_table")
+        from .compute import table_gpus
+        gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]
+        held = table_gpus(path)
+        if not held & {g.kernels_of for g in gpus}:
+            raise KeyedError("timing.kernel_table",
+                             f"{path} holds kernels of {', '.join(sorted(held))}, none of this "
+                             f"cluster's GPUs ({', '.join(sorted({g.name for g in gpus}))}); "
+                             "profile them (asgdsim profile --gpu NAME) or remove kernel_table")
+        return self
+
+    @model_validator(mode="after")
     def _fits_in_gpu_memory(self) -> Scenario:
         # a mixed cluster's smallest GPU is the one that must hold the step
         gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]

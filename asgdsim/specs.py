@@ -170,6 +170,8 @@ class ModelSpec(_Spec):
             if "layers" in data:
                 raise ValueError("give either vgg or layers, not both")
             data["layers"] = zoo.vgg_like(**family.model_dump())
+            # a member of the family is named by its blocks unless the user names it
+            data.setdefault("name", "vgg-" + "-".join(map(str, family.convs_per_block)))
         return data
 
     @model_validator(mode="after")

@@ -21,14 +21,15 @@ _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15
 
 #: micro as the micro sign (U+00B5) or the Greek mu (U+03BC) keyboards give
 _TIME = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
-         "min": 60.0, "h": 3600.0, "hour": 3600.0}
+         "min": 60.0, "h": 3600.0, "hour": 3600.0,
+         "second": 1.0, "seconds": 1.0, "minute": 60.0, "minutes": 60.0, "hours": 3600.0}
 
 
 def _prefixed(base: dict[str, float]) -> dict[str, float]:
     return {p + name: scale * factor for name, factor in base.items() for p, scale in _PREFIX.items()}
 
 
-_BYTES = _prefixed({"B": 1.0, "b": 0.125})
+_BYTES = _prefixed({"B": 1.0, "b": 0.125, "bit": 0.125})
 _RATE = {f"{u}/s": f for u, f in _BYTES.items()} | {f"{u}ps": f for u, f in _BYTES.items()}
 _FLOPS = _prefixed({"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0})
 _FLOP = _prefixed({"FLOP": 1.0, "flop": 1.0})
@@ -47,6 +48,11 @@ _WORDS = {"time": "a time", "bytes": "a size", "bandwidth": "a bandwidth",
           "flop_rate": "a FLOP rate", "flops": "a FLOP count"}
 _EXAMPLE = {"time": "'120 ms'", "bytes": "'6 GB'", "bandwidth": "'56 Gb/s'",
             "flop_rate": "'4.37 TFLOP/s'", "flops": "'15.5 GFLOP'"}
+#: the units a message lists
+_KNOWN = {"time": "ns, us (or \u00b5s), ms, s, min, h",
+          "bytes": "B, or b or bit for bits, after k, M, G, T, P or Ki, Mi, Gi, Ti",
+          "bandwidth": "B/s, b/s, bit/s or bps, after k, M, G, T, P or Ki, Mi, Gi, Ti",
+          "flop_rate": "FLOP/s after k, M, G, T, P", "flops": "FLOP after k, M, G, T, P"}
 
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d].*?)?\s*$")
 
@@ -77,8 +83,11 @@ def parse_quantity(value: object, dimension: str) -> float:
     if not unit:
         return number
     if unit not in units:
+        # the case tells bits from bytes and mega from milli: suggested, never guessed
+        cased = sorted(u for u in units if u.lower() == unit.lower())
+        hint = f" (did you mean {' or '.join(map(repr, cased))}?)" if cased else ""
         raise UnitError(
-            f"unknown {_WORDS[dimension].removeprefix('a ')} unit {unit!r} in {value!r}; expected a "
-            "number with a unit "
-            f"such as {_EXAMPLE[dimension]}")
+            f"unknown {_WORDS[dimension].removeprefix('a ')} unit {unit!r} in {value!r}{hint}; "
+            f"expected a number with a unit such as {_EXAMPLE[dimension]} "
+            f"({_KNOWN[dimension]})")
     return number * units[unit]

@@ -50,6 +50,11 @@ def test_compact_vgg_family_equals_the_written_out_network():
                                                         "channels": [64, 128, 256, 512, 512]}})
     assert sc.workload.model.parameters == PUBLISHED_PARAMETERS["vgg11"]
     assert list(sc.workload.model.layers) == vgg_like((1, 1, 2, 2, 2), (64, 128, 256, 512, 512))
+    # unnamed, as the README writes it, it is named by its blocks
+    unnamed = make(workload__model={"vgg": {"convs_per_block": [1, 1, 2, 2, 2],
+                                            "channels": [64, 128, 256, 512, 512]}})
+    assert unnamed.workload.model.name == "vgg-1-1-2-2-2"
+    assert unnamed.workload.model.parameters == PUBLISHED_PARAMETERS["vgg11"]
 
 
 def test_inline_layers_in_a_scenario():

@@ -54,6 +54,20 @@ def test_profile_refuses_to_overwrite_and_bad_tables_are_named(table, tmp_path, 
     assert "timing.kernel_table" in str(error.value) and "lacks columns" in str(error.value)
 
 
+def test_a_table_that_would_price_nothing_is_refused(table):
+    from asgdsim.scenario import ScenarioError
+
+    def refusal(**setting) -> str:
+        with pytest.raises(ScenarioError) as error:
+            make(workload__model="alexnet", workload__sub_batch=2,
+                 timing__kernel_table=str(table), **setting)
+        return str(error.value)
+    # the table holds K80 kernels only: a V100 cluster, or roofline compute, would drop it
+    assert "none of this cluster's GPUs (V100)" in refusal(cluster__gpu="V100",
+                                                           timing__compute="table")
+    assert "compute is roofline" in refusal(cluster__gpu="K80", timing__compute="roofline")
+
+
 def test_a_table_named_in_a_scenario_file_is_found_beside_it(table, tmp_path, monkeypatch):
     import shutil
 

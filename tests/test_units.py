@@ -14,6 +14,8 @@ from asgdsim.units import UnitError, parse_quantity
     ("2 min", "time", 120.0),
     ("56 Gb/s", "bandwidth", 7e9),
     ("10 Gbps", "bandwidth", 1.25e9),
+    ("10 Gbit/s", "bandwidth", 1.25e9),
+    ("10 minutes", "time", 600.0),
     ("6 GB", "bytes", 6e9),
     ("1 GiB", "bytes", 2.0**30),
     ("4.37 TFLOP/s", "flop_rate", 4.37e12),
@@ -24,7 +26,8 @@ def test_each_unit_to_its_exact_factor(text, dimension, value):
 
 
 @pytest.mark.parametrize("text, dimension, said", [
-    ("5 parsecs", "time", "unknown time unit 'parsecs'"),
+    ("5 parsecs", "time", "unknown time unit 'parsecs'.*ns, us"),
+    ("10 gbps", "bandwidth", "did you mean 'GBps' or 'Gbps'"),   # a case is a bit or a byte
     ("10 GB", "bandwidth", "unknown bandwidth unit 'GB'"),
     (True, "bytes", "expected a size such as '6 GB'"),
     ("fast", "time", "expected a time such as '120 ms'"),

@@ -477,9 +477,14 @@ def plan_text(result: Plan, name: str) -> str:
                      f"({result.simulated} simulated, {result.simulated - result.confirmed} "
                      "refuted)")
     if result.minibatch_is_sub_batch:
+        # which sub-batches were tried, and which of them a GPU holds
+        tried = sorted(set(t["sub_batch"]))
+        held = sorted(set(t.loc[t["fits_memory"], "sub_batch"]))
         lines.append("  every configuration here applies one learner's gradient an update: the "
                      "mini-batch is the sub-batch, so only the sub-batch can meet the target; "
-                     "nodes and GPUs change speed, staleness and cost")
+                     "nodes and GPUs change speed, staleness and cost (sub-batches tried: "
+                     f"{', '.join(map(str, tried))}; fitting in GPU memory: "
+                     f"{', '.join(map(str, held)) or 'none'})")
     shown = t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12)
     if shown.empty:
         lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "
@@ -988,7 +993,9 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--confirm", type=int, default=3, metavar="K",
                      help="simulate candidates in order until K are feasible by simulation "
                      "(default 3; 0 ranks by the closed form alone)")
-    pln.add_argument("--workers", type=POSITIVE_INT, help="local Dask worker processes (default 1)")
+    pln.add_argument("--workers", type=POSITIVE_INT,
+                     help="local Dask worker processes for the closed forms and the confirming "
+                     "simulations (default 1: in this process)")
     pln.add_argument("--scheduler", help="address of an existing Dask scheduler")
     pln.add_argument("--out", type=_path, help="output folder (default runs/<name>-plan)")
     pln.add_argument("--overwrite", action="store_true",
@@ -1004,7 +1011,10 @@ def _parser() -> argparse.ArgumentParser:
     pred.add_argument("--json", action="store_true", help="print the contract's analytic object")
     pred.set_defaults(func=cmd_predict)
 
-    timing = sub.add_parser("timing", help="per-layer forward and backward times of a model on a GPU")
+    timing = sub.add_parser("timing", help="per-layer forward and backward times of a model on a GPU",
+                            description="print each layer's forward and backward seconds of a "
+                            "catalog model on a catalog GPU at a sub-batch, and where each figure "
+                            "comes from (a kernel table or the calibrated roofline)")
     timing.add_argument("gpu", help="catalog GPU name, e.g. K80")
     timing.add_argument("model", help="catalog model name, e.g. vgg16")
     timing.add_argument("--batch", type=int, required=True, help="sub-batch size")
@@ -1022,12 +1032,16 @@ def _parser() -> argparse.ArgumentParser:
                         "no framework cost per step (workload.cuda_graphs)")
     timing.set_defaults(func=cmd_timing)
 
-    prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table")
+    prof = sub.add_parser("profile", help="time each layer's kernels with PyTorch, write a cost table",
+                          description="time each convolution's and fully connected layer's "
+                          "three passes (forward, backward data, backward filter) with PyTorch on "
+                          "a device, and write them as a kernel table in the package's format, "
+                          "for a scenario's timing.kernel_table (needs PyTorch installed)")
     prof.add_argument("--model", required=True, help="catalog model name")
     prof.add_argument("--batch", type=int, required=True, help="sub-batch size to time")
     prof.add_argument("--gpu", required=True,
                       help="catalog name of the device measured (the table's gpu column)")
-    prof.add_argument("--device", default="cpu", type=_device, help="PyTorch device: cpu, cuda, cuda:1 ...")
+    prof.add_argument("--device", default="cpu", type=_device, help="PyTorch device: cpu (default), cuda, cuda:1 ...")
     prof.add_argument("--repeats", type=int, default=5,
                       help="timed runs per kernel after a warm-up; the median is kept (default 5)")
     prof.add_argument("--out", type=_path, help="table file (default profiles/GPU-MODEL-bBATCH.csv)")

@@ -30,6 +30,7 @@ the refuted, then the rest.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import re
@@ -47,7 +48,8 @@ from .errors import ScenarioError
 from .groups import leave_out
 from .scenario import apply_overrides, scenario_from_dict
 from .specs import GpuSpec
-from .sweep import Point, check_points, naming, point_scenario, raw_scenario, run_on_dask
+from .sweep import (Point, check_points, dask_client, naming, point_scenario, raw_scenario,
+                    run_on_dask)
 
 __all__ = ["Plan", "Shape", "plan", "candidate_raw", "SUB_BATCHES", "COLUMNS", "MAX_BOOKINGS"]
 
@@ -282,65 +284,78 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
             for value in (knob(learners)[1] if knob and learners else [None]):
                 point = _point(mixed, cap, booking, shapes, sub_batch,
                                (knob_key, value) if knob else None)
-                row = {"nodes": sum(booking), "gpus_per_node": cap, "sub_batch": sub_batch,
-                       "fits_memory": fit, **dict(zip(group_columns, booking)),
-                       **({knob_key: value} if knob else {}), "point": point}
-                if fit:
-                    with naming(source, point, "candidate"):
-                        p = predict(point_scenario(raw, source, point, candidate_raw))
-                    row.update(predicted_epoch_time_s=p.epoch_time_s,
-                               predicted_minibatch_mean=p.minibatch.mean,
-                               predicted_staleness_mean=p.staleness.mean,
-                               gpu_hours_per_epoch=sum(n * s.node_gpus for n, s in
-                                                       zip(booking, shapes))
-                               * p.epoch_time_s / 3600)
-                rows.append(row)
-    table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")]
-                         + ["point"])
-    table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
-        table["fits_memory"], table["predicted_minibatch_mean"], table["predicted_staleness_mean"])]
-    # epoch times within 1 % count as equally fast (finer than the model can
-    # tell apart): of those, the one that costs fewer GPU-hours first
-    # (classes among the feasible, and among the rest: an infeasible
-    # candidate anchors no feasible one's class)
-    table["speed"] = table.groupby("feasible")["predicted_epoch_time_s"].transform(_speed_class)
-    table = table.sort_values(["feasible", "speed", "gpu_hours_per_epoch"],
-                              ascending=[False, True, True], ignore_index=True)
+                rows.append({"nodes": sum(booking), "gpus_per_node": cap, "sub_batch": sub_batch,
+                             "fits_memory": fit, **dict(zip(group_columns, booking)),
+                             **({knob_key: value} if knob else {}), "point": point,
+                             "gpus_booked": sum(n * s.node_gpus for n, s in zip(booking, shapes))})
+    # more than one worker (or a cluster's): the closed forms too run there,
+    # and the confirming simulations on the same workers
+    parallel = workers > 1 or scheduler is not None
+    with dask_client(workers, scheduler) if parallel else contextlib.nullcontext() as client:
+        candidates = [row for row in rows if row["fits_memory"]]
+        points = [row["point"] for row in candidates]
+        figures = (client.gather(client.map(predict_point, points, raw=raw, source=source,
+                                            pure=False))
+                   if client is not None else [predict_point(p, raw, source) for p in points])
+        for row, figure in zip(candidates, figures):
+            if figure is None:
+                # refused: predicted again here, where its error is named
+                with naming(source, row["point"], "candidate"):
+                    p = predict(point_scenario(raw, source, row["point"], candidate_raw))
+                figure = p.epoch_time_s, p.minibatch.mean, p.staleness.mean
+            epoch_time_s, minibatch, staleness = figure
+            row.update(predicted_epoch_time_s=epoch_time_s, predicted_minibatch_mean=minibatch,
+                       predicted_staleness_mean=staleness,
+                       gpu_hours_per_epoch=row["gpus_booked"] * epoch_time_s / 3600)
+        table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")]
+                             + ["point"])
+        table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
+            table["fits_memory"], table["predicted_minibatch_mean"],
+            table["predicted_staleness_mean"])]
+        # epoch times within 1 % count as equally fast (finer than the model
+        # can tell apart): of those, the one that costs fewer GPU-hours first
+        # (classes among the feasible, and among the rest: an infeasible
+        # candidate anchors no feasible one's class)
+        table["speed"] = table.groupby("feasible")["predicted_epoch_time_s"].transform(_speed_class)
+        table = table.sort_values(["feasible", "speed", "gpu_hours_per_epoch"],
+                                  ascending=[False, True, True], ignore_index=True)
 
-    # confirm in closed-form order; each refuted candidate hands its turn on
-    queue = list(table.index[table["feasible"]])
-    index_of = {table.loc[i, "point"]: i for i in queue}
-    if confirm:
-        # any feasible candidate may be simulated (a refuted one hands its
-        # turn on): all are estimated before the first simulation starts
-        check_points(raw, source, [table.loc[i, "point"] for i in queue], "candidate",
-                     max_events=max_events, max_memory=max_memory, apply=candidate_raw)
-    first, queue = queue[:confirm], queue[confirm:]
-    confirmed, refuted = [], []
-    launched = [len(first)]         # simulations asked for so far
+        # confirm in closed-form order; each refuted candidate hands its turn on
+        queue = list(table.index[table["feasible"]])
+        index_of = {table.loc[i, "point"]: i for i in queue}
+        if confirm:
+            # any feasible candidate may be simulated (a refuted one hands its
+            # turn on): all are estimated before the first simulation starts
+            check_points(raw, source, [table.loc[i, "point"] for i in queue], "candidate",
+                         max_events=max_events, max_memory=max_memory, apply=candidate_raw)
+        first, queue = queue[:confirm], queue[confirm:]
+        confirmed, refuted = [], []
+        launched = [len(first)]         # simulations asked for so far
 
-    def finished(point: Point, row: dict | None, error: BaseException | None) -> list[Point]:
-        if error is not None:
-            raise error
-        i = index_of[point]
-        table.loc[i, "simulated_epoch_time_s"] = row["epoch_time_s"]
-        table.loc[i, "simulated_minibatch_mean"] = row["minibatch_mean"]
-        table.loc[i, "feasible"] = within(row["minibatch_mean"], row["staleness_mean"])
-        if table.loc[i, "feasible"]:
-            confirmed.append(i)
-        else:
-            refuted.append(i)
-        # each refuted candidate hands its turn to the next, while any is left
-        more = [table.loc[queue.pop(0), "point"]] if queue and not table.loc[i, "feasible"] else []
-        launched[0] += len(more)
-        if progress:
-            progress(len(confirmed), len(refuted), launched[0])
-        return more
+        def finished(point: Point, row: dict | None, error: BaseException | None) -> list[Point]:
+            if error is not None:
+                raise error
+            i = index_of[point]
+            table.loc[i, "simulated_epoch_time_s"] = row["epoch_time_s"]
+            table.loc[i, "simulated_minibatch_mean"] = row["minibatch_mean"]
+            table.loc[i, "feasible"] = within(row["minibatch_mean"], row["staleness_mean"])
+            if table.loc[i, "feasible"]:
+                confirmed.append(i)
+            else:
+                refuted.append(i)
+            # each refuted candidate hands its turn to the next, while any is left
+            more = ([table.loc[queue.pop(0), "point"]]
+                    if queue and not table.loc[i, "feasible"] else [])
+            launched[0] += len(more)
+            if progress:
+                progress(len(confirmed), len(refuted), launched[0])
+            return more
 
-    if progress and first:
-        progress(0, 0, len(first))
-    run_on_dask(raw, source, [table.loc[i, "point"] for i in first], finished, workers=workers,
-                scheduler=scheduler, apply=candidate_raw)
+        if progress and first:
+            progress(0, 0, len(first))
+        run_on_dask(raw, source, [table.loc[i, "point"] for i in first], finished,
+                    workers=workers, scheduler=scheduler, apply=candidate_raw, client=client)
+
     simulated = table["simulated_epoch_time_s"].notna()
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
@@ -358,6 +373,16 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
                 bool(len(fitting_rows)) and bool(np.allclose(
                     fitting_rows["predicted_minibatch_mean"], fitting_rows["sub_batch"])),
                 knob_key, shapes if mixed else ())
+
+
+def predict_point(point: Point, raw: dict, source: str) -> tuple[float, float, float] | None:
+    """A candidate's closed form: (epoch time, mean mini-batch, mean
+    staleness), or None where its scenario is refused (runs on a worker)."""
+    try:
+        p = predict(point_scenario(raw, source, point, candidate_raw))
+    except ScenarioError:
+        return None
+    return p.epoch_time_s, p.minibatch.mean, p.staleness.mean
 
 
 def _speed_class(epoch_time_s: pd.Series) -> pd.Series:

@@ -374,10 +374,12 @@ class Stragglers(_Spec):
 
 
 class SlowLearners(_Spec):
-    """The learners listed (by index) always take ``slowdown`` times as long."""
+    """The learners listed (by index) always take ``slowdown`` times as long
+    (at least 1, as for stragglers: learners on faster GPUs are a group of
+    their own, ``cluster.groups``)."""
 
     learners: Annotated[list[Annotated[int, Field(ge=0, strict=True)]], Field(min_length=1)]
-    slowdown: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)]
+    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)]
 
     @field_validator("learners")
     @classmethod

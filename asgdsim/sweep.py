@@ -37,7 +37,7 @@ from .scenario import apply_overrides, load_scenario, resolve_paths, scenario_fr
 from .simulation import simulate
 
 __all__ = ["Point", "SweepError", "check_points", "grid_points", "point_scenario", "point_seed",
-           "run_point", "run_on_dask", "sweep", "flatten", "naming", "raw_scenario"]
+           "run_point", "run_on_dask", "dask_client", "sweep", "flatten", "naming", "raw_scenario"]
 
 #: what a sweep writes in its folder, beside points/
 SWEEP_FILES = ("sweep.json", "results.csv", "results.parquet")
@@ -246,19 +246,12 @@ def sweep(scenario: str | Path, grid: dict[str, list], replications: int = 1, *,
     return _gather(out, points)
 
 
-def run_on_dask(raw: dict, source: str, points: list[Point],
-                finished: Callable[[Point, dict | None, BaseException | None], Iterable[Point] | None],
-                *, workers: int = 1, scheduler: str | None = None,
-                apply: Apply = apply_overrides) -> None:
-    """Simulate ``points`` on Dask, calling ``finished`` as each one ends;
-    the points ``finished`` returns, if any, are simulated next (the planner
-    confirms candidates until enough agree). ``apply`` sets a point's
-    overrides (point_scenario); it travels to the workers, so it is a
-    module-level function."""
-    from dask.distributed import Client, LocalCluster, as_completed
+@contextlib.contextmanager
+def dask_client(workers: int = 1, scheduler: str | None = None):
+    """A client of the Dask cluster at ``scheduler``, or of a local cluster
+    of ``workers`` processes, closed (with the local cluster) on exit."""
+    from dask.distributed import Client, LocalCluster
 
-    if not points:
-        return
     # a local cluster listens on loopback only, its dashboard on a free port
     cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1,
                                                   processes=True, host="127.0.0.1",
@@ -267,20 +260,40 @@ def run_on_dask(raw: dict, source: str, points: list[Point],
                                                   silence_logs=logging.ERROR)
     client = Client(scheduler or cluster)
     try:
-        submit = lambda p: client.submit(run_point, raw, source, p, apply, pure=False)  # noqa: E731
-        futures = {submit(p): p for p in points}
-        running = as_completed(list(futures))
-        for future in running:
-            point = futures[future]
-            more = (finished(point, future.result(), None) if future.status == "finished"
-                    else finished(point, None, future.exception()))
-            for p in more or ():
-                futures[new := submit(p)] = p
-                running.add(new)
+        yield client
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def run_on_dask(raw: dict, source: str, points: list[Point],
+                finished: Callable[[Point, dict | None, BaseException | None], Iterable[Point] | None],
+                *, workers: int = 1, scheduler: str | None = None,
+                apply: Apply = apply_overrides, client=None) -> None:
+    """Simulate ``points`` on Dask, calling ``finished`` as each one ends;
+    the points ``finished`` returns, if any, are simulated next (the planner
+    confirms candidates until enough agree). ``apply`` sets a point's
+    overrides (point_scenario); it travels to the workers, so it is a
+    module-level function. On ``client``'s cluster where given, else on a
+    cluster of ``workers`` or at ``scheduler`` opened for these points."""
+    from dask.distributed import as_completed
+
+    if not points:
+        return
+    if client is None:
+        with dask_client(workers, scheduler) as client:
+            return run_on_dask(raw, source, points, finished, apply=apply, client=client)
+    submit = lambda p: client.submit(run_point, raw, source, p, apply, pure=False)  # noqa: E731
+    futures = {submit(p): p for p in points}
+    running = as_completed(list(futures))
+    for future in running:
+        point = futures[future]
+        more = (finished(point, future.result(), None) if future.status == "finished"
+                else finished(point, None, future.exception()))
+        for p in more or ():
+            futures[new := submit(p)] = p
+            running.add(new)
 
 
 def _gather(out: Path, points: list[Point]) -> pd.DataFrame:

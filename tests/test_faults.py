@@ -166,6 +166,11 @@ def test_bad_fault_keys_are_refused():
         kind({"kind": "async"}, 4, {"slow_learners": {"learners": [4], "slowdown": 2}})
     with pytest.raises(ScenarioError, match="probability"):
         kind({"kind": "async"}, 4, {"stragglers": {"probability": 1.5, "slowdown": 2}})
+    # slow, both: a faster GPU is a group of its own
+    for fault in ({"stragglers": {"probability": 0.1, "slowdown": 0.5}},
+                  {"slow_learners": {"learners": [0], "slowdown": 0.5}}):
+        with pytest.raises(ScenarioError, match=r"slowdown: expected greater than or equal to 1"):
+            kind({"kind": "async"}, 4, fault)
     with pytest.raises(ScenarioError, match=r"faults\.failures\.scope"):
         kind({"kind": "async"}, 4, {"failures": {"mtbf": "6 h", "repair": "10 min", "scope": "rack"}})
     with pytest.raises(ScenarioError, match=r"faults\.failures\.repair"):

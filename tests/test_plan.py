@@ -86,6 +86,14 @@ def test_a_refuted_candidate_is_never_ranked_first():
         assert not t["feasible"].any()
 
 
+def test_two_workers_rank_and_confirm_as_one_does(tmp_path):
+    # the closed forms and the confirming simulations on two worker processes
+    one = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1).table
+    two = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1, workers=2).table
+    pd.testing.assert_frame_equal(one, two)
+    assert two["simulated_epoch_time_s"].notna().sum() == 1
+
+
 def test_staleness_limit_and_async_note(tmp_path, capsys):
     capped = plan(SCENARIO, 512, 0.2, max_gpus=32, confirm=0, max_staleness=3.0).table
     assert (capped.loc[capped["feasible"], "predicted_staleness_mean"] <= 3.0).all()
@@ -96,6 +104,7 @@ def test_staleness_limit_and_async_note(tmp_path, capsys):
                  "--confirm", "1", "--set", "stop.epochs=0.02", "--out", str(tmp_path / "a")]) == 0
     printed = capsys.readouterr().out
     assert "applies one learner's gradient an update: the mini-batch is the sub-batch" in printed
+    assert "sub-batches tried: 8, 16, 32, 64, 128, 256" in printed
     table = pd.read_csv(tmp_path / "a" / "plan.csv")
     assert set(table.loc[table["feasible"], "sub_batch"]) == {64}
 

@@ -169,7 +169,17 @@ def _prediction_text(pred: Prediction) -> str:
         f"p95 {s['minibatch']['p95']}   ({s['laws']['minibatch']})",
         *(_group_line(i, g) for i, g in enumerate(s.get("groups", []))),
         *_symbols(s["laws"]),
+        *_spans_epochs(s["minibatch"]["mean"], pred.scenario.workload.dataset_samples),
     ])
+
+
+def _spans_epochs(minibatch: float, dataset: int) -> list[str]:
+    """The line that says an update is longer than an epoch, where it is."""
+    if minibatch <= dataset:
+        return []
+    return [f"  an update spans {minibatch / dataset:.3g} epochs: its mean mini-batch "
+            f"({minibatch:,.0f} samples) exceeds the dataset ({dataset:,}), so an epoch takes "
+            "less time than an update"]
 
 
 def _group_line(index: int, group: dict) -> str:

@@ -108,3 +108,19 @@ def test_the_epoch_time_is_scaled_by_the_samples_applied(epochs):
     basis = f"measured over {epochs:g} epoch" if epochs >= 1 else f"scaled from {applied:.3g} epochs"
     assert s["epoch_time_basis"].startswith(basis)
     assert predict(sc).epoch_time_s == pytest.approx(s["epoch_time_s"], rel=1e-9)
+
+
+def test_an_update_longer_than_an_epoch_is_said():
+    # 32-sample updates a second apart over a 10-sample dataset: 3.2 epochs
+    # an update, so an epoch takes 1 / 3.2 s, less than an update
+    from asgdsim.cli import _prediction_text
+
+    sc = make(stop__updates=2, workload__dataset_samples=10, workload__sub_batch=32,
+              cluster__gpus_per_node=1,
+              timing__compute={"distribution": "deterministic", "mean": 1.0},
+              timing__communication="ideal")
+    s = simulate(sc).summary
+    assert s["epoch_time_s"] == pytest.approx(1 / 3.2)
+    assert "the first update alone applying 3.2 (its mini-batch of 32 samples exceeds the " \
+           "dataset of 10)" in s["epoch_time_basis"]
+    assert "an update spans 3.2 epochs" in _prediction_text(predict(sc))

@@ -163,7 +163,7 @@ def _after_warmup(sc: Scenario, costs: Costs, whole: Prediction, closed_form) ->
     kept_gradients, kept_updates = whole.gradients - early.gradients, whole.updates - early.updates
     laws = dict(whole.laws)
     if kept_gradients < 0.5 or kept_updates < 0.5:
-        laws["assumptions"] = f"{OUTSIDE}: {WARMUP_COVERS_RUN}"
+        add_reason(laws, WARMUP_COVERS_RUN)
         return replace(whole, laws=laws)
     for key in ("staleness", "minibatch"):
         laws[key] = laws[key].replace("exact: ", "approximation: ") + \

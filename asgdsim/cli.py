@@ -494,7 +494,7 @@ def plan_text(result: Plan, name: str) -> str:
                      "mini-batch is the sub-batch, so only the sub-batch can meet the target; "
                      "nodes and GPUs change speed, staleness and cost (sub-batches tried: "
                      f"{', '.join(map(str, tried))}; fitting in GPU memory: "
-                     f"{', '.join(map(str, held)) or 'none'})")
+                     f"{', '.join(map(str, held))})")
     shown = t[t["feasible"] | t["simulated_epoch_time_s"].notna()].head(12)
     if shown.empty:
         lines.append("  no configuration meets the target; widen --tolerance, raise --max-gpus "

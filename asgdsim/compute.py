@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["LayerTime", "KernelModel", "kernel_table", "efficiencies", "gpu_pass_time", "LAUNCH_S",
+           "table_prices", "measured_as",
            "MEMORY_EFFICIENCY", "TRIAD_SHARE", "memory_rate"]
 
 BYTES = 4
@@ -196,9 +197,25 @@ def read_user_table(path: str) -> pd.DataFrame:
     return table
 
 
-def table_gpus(path: str) -> set[str]:
+@cache
+def table_gpus(path: str) -> frozenset[str]:
     """The catalog names of the GPUs whose kernels a user's table holds."""
-    return {_gpu(str(name)).name for name in read_user_table(path)["gpu"].unique()}
+    return frozenset(_gpu(str(name)).name for name in read_user_table(path)["gpu"].unique())
+
+
+def measured_as(gpu: GpuSpec, extra: str | None = None) -> str:
+    """The name whose kernels price ``gpu``: its own where the user's table
+    ``extra`` measured it, else the GPU it is priced as (``priced_as``)."""
+    return gpu.name if extra is not None and gpu.name in table_gpus(extra) else gpu.kernels_of
+
+
+def table_prices(path: str, gpu: GpuSpec) -> bool:
+    """Whether the user's table ``path`` changes how ``gpu`` is priced: it
+    holds the GPU's kernels, or it changes the efficiencies the GPU takes
+    (those of its architecture, where the GPU has no kernels of its own)."""
+    name = measured_as(gpu, path)
+    return name in table_gpus(path) or (
+        efficiencies(gpu.architecture, name, path) != efficiencies(gpu.architecture, name))
 
 
 @cache
@@ -419,7 +436,7 @@ class KernelModel:
         return np.array([t for k in self._kernels(gpu, model, batch) for t in (*k.forward, *k.backward)])
 
     def _kernels(self, gpu: GpuSpec, model: ModelSpec, batch: int) -> list[_Kernels]:
-        name = gpu.kernels_of
+        name = measured_as(gpu, self.extra)
         eff = efficiencies(gpu.architecture, name if self.use_tables else None, self.extra)
         if model.graph is None:
             return [self._whole(gpu, model, batch, eff)]
@@ -469,7 +486,8 @@ class KernelModel:
 
         # a GPU priced as another (its kernels measured on that one): the
         # roofline's ratio between the two carries them over
-        measured_on = _gpu(gpu.kernels_of) if gpu.kernels_of != gpu.name else gpu
+        priced_as = measured_as(gpu, self.extra)
+        measured_on = _gpu(priced_as) if priced_as != gpu.name else gpu
 
         def traffic_at(pass_: str, batch: int) -> float:
             return weights + (inputs + outputs) * batch / n

@@ -294,9 +294,15 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     with dask_client(workers, scheduler) if parallel else contextlib.nullcontext() as client:
         candidates = [row for row in rows if row["fits_memory"]]
         points = [row["point"] for row in candidates]
-        figures = (client.gather(client.map(predict_point, points, raw=raw, source=source,
-                                            pure=False))
-                   if client is not None else [predict_point(p, raw, source) for p in points])
+        if client is None:
+            figures = [predict_point(p, raw, source) for p in points]
+        else:
+            futures = client.map(predict_point, points, raw=raw, source=source, pure=False)
+            try:
+                figures = client.gather(futures)
+            except BaseException:
+                client.cancel(futures)     # Ctrl-C: the rest are not run, nor reported
+                raise
         for row, figure in zip(candidates, figures):
             if figure is None:
                 # refused: predicted again here, where its error is named

@@ -540,28 +540,6 @@ class Scenario(_Spec):
         return self
 
     @model_validator(mode="after")
-    def _kernel_table_is_read(self) -> Scenario:
-        # a table that prices nothing would be dropped without a word
-        path = self.timing.kernel_table
-        if path is None:
-            return self
-        if self.timing.compute != "table":
-            what = self.timing.compute if isinstance(self.timing.compute, str) else "a distribution"
-            raise KeyedError("timing.kernel_table",
-                             f"a kernel table prices steps with timing.compute: table, and this "
-                             f"scenario's compute is {what}; set compute: table or remove "
-                             "kernel_table")
-        from .compute import table_gpus
-        gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]
-        held = table_gpus(path)
-        if not held & {g.kernels_of for g in gpus}:
-            raise KeyedError("timing.kernel_table",
-                             f"{path} holds kernels of {', '.join(sorted(held))}, none of this "
-                             f"cluster's GPUs ({', '.join(sorted({g.name for g in gpus}))}); "
-                             "profile them (asgdsim profile --gpu NAME) or remove kernel_table")
-        return self
-
-    @model_validator(mode="after")
     def _fits_in_gpu_memory(self) -> Scenario:
         # a mixed cluster's smallest GPU is the one that must hold the step
         gpus = [g.gpu for g in self.cluster.groups] if self.cluster.groups else [self.cluster.gpu]
@@ -634,7 +612,30 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
     resolve_paths(data, path.parent)
-    return scenario_from_dict(data, overrides, source=source)
+    scenario = scenario_from_dict(data, overrides, source=source)
+    _check_kernel_table(scenario, source)
+    return scenario
+
+
+def _check_kernel_table(scenario: Scenario, source: str) -> None:
+    """Refuse a user's kernel table that would price none of the GPUs whose
+    steps it is for (dropped without a word otherwise). The user's file
+    only: a plan's candidate that books none of the table's GPUs, or a
+    sweep's point on the roofline, is the user's own variation."""
+    path, timing = scenario.timing.kernel_table, scenario.timing
+    if path is None or timing.compute != "table":
+        return
+    from .compute import table_gpus, table_prices
+
+    cluster = scenario.cluster
+    gpus = ([g.gpu for g in cluster.groups if g.compute is None] if cluster.groups
+            else [cluster.gpu])
+    if gpus and not any(table_prices(path, gpu) for gpu in gpus):
+        raise ScenarioError(source, [("timing.kernel_table", (
+            f"{path} holds kernels of {', '.join(sorted(table_gpus(path)))}, which price none of "
+            f"this cluster's GPUs ({', '.join(sorted({g.name for g in gpus}))}: neither their "
+            "kernels nor their architecture's); profile them (asgdsim profile --gpu NAME) or "
+            "remove kernel_table"))])
 
 
 def resolve_paths(data: dict, folder: Path) -> None:

@@ -34,16 +34,15 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
     # than asked (one update of 32 samples ends a stop of 10)
     applied = float(cumulative[-1]) / dataset
     seconds = float(updates["t"].iloc[-1]) / applied
-    if cumulative[0] > dataset:
-        # an epoch shorter than an update: say so, or it reads as an error
-        return seconds, (f"scaled from {applied:.3g} epochs applied, the first update alone "
-                         f"applying {cumulative[0] / dataset:.3g} (its mini-batch of "
-                         f"{int(cumulative[0]):,} samples exceeds the dataset of {dataset:,})")
+    # an epoch shorter than an update: said, or the figure reads as an error
+    longer = cumulative[0] > dataset
+    why = (f", the first update alone applying {cumulative[0] / dataset:.3g} (its mini-batch "
+           f"of {int(cumulative[0]):,} samples exceeds the dataset of {dataset:,})") if longer else ""
     if not (epochs and cumulative[-1] >= epochs * dataset):
-        return seconds, f"extrapolated from {applied:.3g} epochs applied"
-    if epochs >= 1:
+        return seconds, f"extrapolated from {applied:.3g} epochs applied{why}"
+    if epochs >= 1 and not longer:
         return seconds, f"measured over {epochs:g} {'epoch' if epochs == 1 else 'epochs'}"
-    return seconds, f"scaled from {applied:.3g} epochs applied"
+    return seconds, f"scaled from {applied:.3g} epochs applied{why}"
 
 
 def _relative(simulated: float, analytic: float, floor: float = 0.0) -> float:

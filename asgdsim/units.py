@@ -30,7 +30,8 @@ def _prefixed(base: dict[str, float]) -> dict[str, float]:
 
 
 _BYTES = _prefixed({"B": 1.0, "b": 0.125, "bit": 0.125})
-_RATE = {f"{u}/s": f for u, f in _BYTES.items()} | {f"{u}ps": f for u, f in _BYTES.items()}
+_RATE = {f"{u}/s": f for u, f in _BYTES.items()} | {
+    f"{u}ps": f for u, f in _BYTES.items() if not u.endswith("bit")}
 _FLOPS = _prefixed({"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0})
 _FLOP = _prefixed({"FLOP": 1.0, "flop": 1.0})
 
@@ -49,10 +50,10 @@ _WORDS = {"time": "a time", "bytes": "a size", "bandwidth": "a bandwidth",
 _EXAMPLE = {"time": "'120 ms'", "bytes": "'6 GB'", "bandwidth": "'56 Gb/s'",
             "flop_rate": "'4.37 TFLOP/s'", "flops": "'15.5 GFLOP'"}
 #: the units a message lists
-_KNOWN = {"time": "ns, us (or \u00b5s), ms, s, min, h",
+_KNOWN = {"time": "ns, us (or \u00b5s), ms, s (sec, second), min (minute), h (hour)",
           "bytes": "B, or b or bit for bits, after k, M, G, T, P or Ki, Mi, Gi, Ti",
-          "bandwidth": "B/s, b/s, bit/s or bps, after k, M, G, T, P or Ki, Mi, Gi, Ti",
-          "flop_rate": "FLOP/s after k, M, G, T, P", "flops": "FLOP after k, M, G, T, P"}
+          "bandwidth": "B/s or Bps, b/s, bit/s or bps, after k, M, G, T, P or Ki, Mi, Gi, Ti",
+          "flop_rate": "FLOP/s or FLOPS after k, M, G, T, P", "flops": "FLOP after k, M, G, T, P"}
 
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d].*?)?\s*$")
 

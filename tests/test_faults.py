@@ -194,3 +194,15 @@ def test_a_mixture_of_bounded_straggling_laws_has_its_top_quantiles():
     assert top <= 4.0 * (0.16458384866565046 + 0.7975463102169703) + 1e-12
     assert law.cdf(top) >= top_quantile(32) - 1e-12     # 1 within the sum's rounding
     assert math.isfinite(law.expected_order(6, 32))
+
+
+def test_every_way_outside_the_closed_form_is_said():
+    # failures few in the run and a slow link each break an assumption of
+    # async's closed form: both are said, each once (the first alone was)
+    sc = kind({"kind": "async"}, 4, {
+        "failures": {"mtbf": "6 h", "repair": "10 min"},
+        "link_slowdowns": [{"links": "network", "from": 0, "to": 1, "factor": 0.5}]})
+    said = predict(sc).outside_assumptions
+    assert said.startswith("outside the closed form's assumptions: ")
+    for reason in ("failures are expected in the run", "links slow down"):
+        assert said.count(reason) == 1, reason

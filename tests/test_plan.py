@@ -86,7 +86,7 @@ def test_a_refuted_candidate_is_never_ranked_first():
         assert not t["feasible"].any()
 
 
-def test_two_workers_rank_and_confirm_as_one_does(tmp_path):
+def test_two_workers_rank_and_confirm_as_one_does():
     # the closed forms and the confirming simulations on two worker processes
     one = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1).table
     two = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1, workers=2).table

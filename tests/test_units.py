@@ -1,5 +1,6 @@
-"""Quantities with units: each unit name to its exact factor, and a wrong
-unit refused with what was expected."""
+"""Quantities with units: each kind of unit name (every prefix, bits and
+bytes, the spellings of a rate and a time) to its exact factor, and a
+wrong unit refused with what was expected."""
 
 import pytest
 
@@ -19,6 +20,14 @@ from asgdsim.units import UnitError, parse_quantity
     ("6 GB", "bytes", 6e9),
     ("1 GiB", "bytes", 2.0**30),
     ("4.37 TFLOP/s", "flop_rate", 4.37e12),
+    ("3 ns", "time", 3e-9),
+    ("2 h", "time", 7200.0),
+    ("1.5 sec", "time", 1.5),
+    ("10 GBps", "bandwidth", 1e10),
+    ("1 Mibit/s", "bandwidth", 2.0**20 / 8),
+    ("16 Gbit", "bytes", 2e9),           # a size in bits
+    ("15.5 GFLOP", "flops", 15.5e9),
+    ("2 TFLOPS", "flop_rate", 2e12),
     (3.5, "time", 3.5),                  # a plain number is in the base unit
 ])
 def test_each_unit_to_its_exact_factor(text, dimension, value):
@@ -28,6 +37,7 @@ def test_each_unit_to_its_exact_factor(text, dimension, value):
 @pytest.mark.parametrize("text, dimension, said", [
     ("5 parsecs", "time", "unknown time unit 'parsecs'.*ns, us"),
     ("10 gbps", "bandwidth", "did you mean 'GBps' or 'Gbps'"),   # a case is a bit or a byte
+    ("10 Gbitps", "bandwidth", "unknown bandwidth unit 'Gbitps'"),
     ("10 GB", "bandwidth", "unknown bandwidth unit 'GB'"),
     (True, "bytes", "expected a size such as '6 GB'"),
     ("fast", "time", "expected a time such as '120 ms'"),

@@ -201,11 +201,20 @@ def check_learners(scenario: Scenario, source: str) -> None:
             "the closed form at any size"))])
 
 
+#: the limits' names as the commands' flags, and as simulate's arguments
+FLAGS = ("--max-events", "--max-memory", "raise the limit with the flag")
+ARGUMENTS = ("max_events", "max_memory", "pass simulate a higher max_events or max_memory "
+             "(math.inf for none)")
+
+
 def check(scenario: Scenario, source: str, max_events: float = DEFAULT_MAX_EVENTS,
-          max_memory: float = DEFAULT_MAX_MEMORY, simulated: bool = True) -> Estimate:
+          max_memory: float = DEFAULT_MAX_MEMORY, simulated: bool = True,
+          names: tuple[str, str, str] = FLAGS) -> Estimate:
     """Refuse, with the estimate, a run beyond the limits; else return its
     estimate. ``simulated`` False (``predict``) skips the simulator's own
-    bound on the learners and keeps the checks of the stop and the cycle."""
+    bound on the learners and keeps the checks of the stop and the cycle.
+    ``names``: the limits' names and how to raise them, as the caller's
+    user sets them (FLAGS, or simulate's ARGUMENTS)."""
     if simulated:
         check_learners(scenario, source)     # first: the estimate itself predicts
     try:
@@ -215,11 +224,11 @@ def check(scenario: Scenario, source: str, max_events: float = DEFAULT_MAX_EVENT
     check_warmup(scenario, source)
     over = []
     if not size.events <= max_events:
-        over.append(f"more than --max-events {max_events:.3g}")
+        over.append(f"more than {names[0]} {max_events:.3g}")
     if not size.memory_bytes <= max_memory:
-        over.append(f"more than --max-memory {max_memory / 1e9:.3g} GB")
+        over.append(f"more than {names[1]} {max_memory / 1e9:.3g} GB")
     if over:
         raise ScenarioError(source, [(size.key, f"this run would take {size.describe()}: "
                                                 f"{' and '.join(over)}; shorten the run, or "
-                                                "raise the limit with the flag if you mean it")])
+                                                f"{names[2]} if you mean it")])
     return size

@@ -236,7 +236,9 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
 
     bar = RunBar(scenario.name) if shown(args.quiet) else None
     try:
-        result = simulate(scenario, timeline=timeline, progress=bar)
+        # estimated against the limits already (budget.check above)
+        result = simulate(scenario, timeline=timeline, progress=bar, max_events=math.inf,
+                          max_memory=math.inf)
     except ScenarioError as exc:        # said of the scenario's name: of its file here
         raise ScenarioError(args.scenario, exc.problems) from None
     finally:

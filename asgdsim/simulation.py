@@ -23,6 +23,7 @@ import pandas as pd
 import simpy
 
 from .analytic import Prediction, predict
+from .budget import DEFAULT_MAX_EVENTS, DEFAULT_MAX_MEMORY
 from .cluster import Cluster, build_cluster
 from .components.slowdown import apply_slowdowns
 from .components.weights import Weights
@@ -143,12 +144,18 @@ def _horizon_s(scenario: Scenario, prediction: Prediction) -> float:
 
 
 def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline | None = None,
-             progress: Callable[[Progress], None] | None = None) -> Result:
+             progress: Callable[[Progress], None] | None = None,
+             max_events: float = DEFAULT_MAX_EVENTS, max_memory: float = DEFAULT_MAX_MEMORY
+             ) -> Result:
     """Simulate ``scenario`` (with ``seed`` instead of the scenario's, if given).
 
     ``timeline``: record every compute step, transfer and update into it.
-    ``progress``: called every so often with a :class:`Progress`."""
-    from .budget import check_learners
+    ``progress``: called every so often with a :class:`Progress`.
+    A run estimated beyond ``max_events`` events or ``max_memory`` bytes is
+    refused before it starts, as the commands refuse it (budget.py): a
+    notebook's kernel is not left to run out of memory; ``math.inf`` for no
+    limit (callers that estimated the run already pass it)."""
+    from .budget import ARGUMENTS, check, check_learners
 
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate takes a Scenario (asgdsim.load_scenario(path)), got "
@@ -159,7 +166,10 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     # (a negative sub-batch ran, and counted negative samples)
     scenario = scenario_from_dict(scenario.model_dump(mode="json", exclude_none=True,
                                                       by_alias=True), source=scenario.name)
-    check_learners(scenario, scenario.name)       # the simulator's own bound, not predict's
+    if math.isinf(max_events) and math.isinf(max_memory):
+        check_learners(scenario, scenario.name)   # the simulator's own bound, not predict's
+    else:
+        check(scenario, scenario.name, max_events, max_memory, names=ARGUMENTS)
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     if seed != scenario.seed:

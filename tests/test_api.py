@@ -18,6 +18,17 @@ def test_a_scenario_changed_with_model_copy_is_checked_before_it_runs():
         asgdsim.simulate(bad)         # it ran, and counted -1500 samples
 
 
+def test_a_run_too_big_is_refused_by_simulate_as_by_the_commands():
+    # a notebook's kernel is not left to run out of memory: refused before
+    # the run, naming the arguments that let it through
+    sc = asgdsim.load_scenario(SCENARIO, overrides={"stop.epochs": 10})
+    with pytest.raises(ScenarioError, match=r"stop.epochs: .*more than max_events 1e\+03.*"
+                       r"pass simulate a higher max_events"):
+        asgdsim.simulate(sc, max_events=1e3)
+    small = asgdsim.load_scenario(SCENARIO, overrides={"stop.gradients": 50})
+    assert asgdsim.simulate(small, max_events=1e3).summary["gradients"] == 50
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda sc: asgdsim.simulate(sc, seed=-1), ValueError),
     (lambda sc: asgdsim.simulate(sc, seed=True), ValueError),

@@ -742,7 +742,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     events = run_dir / "gradients.parquet"
     if not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: no such folder; give the folder a run wrote "
+        what = "a file, not a folder" if run_dir.exists() else "no such folder"
+        raise UsageError(f"{run_dir}: {what}; give the folder a run wrote "
                          "(asgdsim run SCENARIO --out DIR)")
     if not events.is_file():
         raise UsageError(f"{run_dir}: no gradients.parquet; replay needs a folder written by "
@@ -753,7 +754,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if path.exists() and not args.overwrite:
             raise UsageError(f"{path} exists; pass --overwrite to replace it or choose --out")
     from .output import check_writable
-    check_writable(out, True, files=("replay.csv", "figures/replay.png"))
+    # the run's own folder takes its replay; another folder that holds
+    # files (another run's, whose report would show this replay) needs --overwrite
+    own = out.resolve() == run_dir.resolve()
+    check_writable(out, own or args.overwrite, files=("replay.csv", "figures/replay.png"))
     try:
         gradients = pd.read_parquet(events, columns=["version_read", "version_applied",
                                                      "staleness", "samples", "t_end"])

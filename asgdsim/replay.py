@@ -126,7 +126,8 @@ class _Model:
     def evaluate(self, w: np.ndarray, data: _Data) -> tuple[float, float]:
         """(mean cross-entropy on the training set, accuracy on the test set)."""
         p, _ = self._forward(w, data.x_train)
-        loss = float(-np.mean(np.log(np.maximum(p[np.arange(len(p)), data.y_train], 1e-300))))
+        # 0.0 less the mean: a perfect fit's loss is 0, not -0.0
+        loss = float(0.0 - np.mean(np.log(np.maximum(p[np.arange(len(p)), data.y_train], 1e-300))))
         test, _ = self._forward(w, data.x_test)
         return loss, float(np.mean(test.argmax(axis=1) == data.y_test))
 

@@ -68,6 +68,14 @@ def test_replay_from_the_command_line(tmp_path, capsys):
     assert "gradients.parquet" in capsys.readouterr().err
     assert main(["replay", str(run), "--out", str(tmp_path / "other"), "--task", "digits-mlp",
                  "--momentum", "0.9"]) == 0
+    # another folder that holds files (another run's) is not written into unasked
+    (tmp_path / "another-run").mkdir()
+    (tmp_path / "another-run" / "summary.json").write_text("{}")
+    assert main(["replay", str(run), "--out", str(tmp_path / "another-run")]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert not (tmp_path / "another-run" / "replay.csv").exists()
+    assert main(["replay", str(run / "gradients.parquet")]) == 2
+    assert "a file, not a folder" in capsys.readouterr().err
     for bad in (["--momentum", "1"], ["--learning-rate", "0"], ["--task", "cifar"]):
         with pytest.raises(SystemExit) as exit_:
             main(["replay", str(run), *bad])

@@ -231,6 +231,11 @@ def test_compare_says_where_the_closed_form_does_not_apply(tmp_path, capsys):
     warning = "outside the closed form's assumptions: server is 86% busy"
     assert warning in captured.out.splitlines()[1]          # above the table
     assert "--check fails: " + warning in captured.err
+    # and, at a tolerance it also misses, the figures beyond it as well
+    assert main(args + ["--overwrite", "--check", "0"]) == 1
+    failures = capsys.readouterr().err.splitlines()
+    assert failures[0].startswith("--check fails: " + warning)
+    assert failures[1].startswith("--check fails: worse than 0: ")
     assert main(["predict", *args[1:2], *args[4:10]]) == 0
     assert warning in capsys.readouterr().out
 

@@ -89,6 +89,11 @@ class Prediction:
     #: throughput_share, staleness_mean where the closed form has them (faults.py)
     groups: tuple[dict, ...] = ()
 
+    def __repr__(self) -> str:
+        return (f"Prediction({self.scenario.name!r}: epoch time {self.epoch_time_s:.4g} s, "
+                f"staleness mean {self.staleness.mean:.4g}, mini-batch mean "
+                f"{self.minibatch.mean:.4g}, bound by {self.bound})")
+
     @property
     def throughput_samples_per_s(self) -> float:
         """Samples per second over the run, as the simulator counts them: an

@@ -56,6 +56,13 @@ class Pmf:
     values: np.ndarray
     probs: np.ndarray
 
+    def __repr__(self) -> str:
+        # a notebook cell ending in one shows this, not hundreds of atoms
+        if not len(self.values):
+            return "Pmf(empty)"
+        return (f"Pmf(mean {self.mean:.4g}, {len(self.values):,} values from "
+                f"{self.values[0]:g} to {self.values[-1]:g})")
+
     @classmethod
     def of_samples(cls, samples: np.ndarray) -> Pmf:
         values, counts = np.unique(np.asarray(samples, dtype=np.int64), return_counts=True)

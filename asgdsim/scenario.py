@@ -468,6 +468,14 @@ class Scenario(_Spec):
     stop: Stop = Stop(epochs=1)
     faults: Faults = Field(default_factory=Faults)
 
+    def __repr__(self) -> str:
+        # its keys are attributes to look at (sc.cluster, sc.model_dump()), not to print whole
+        return (f"Scenario({self.name!r}: {self.algorithm.kind}, {self.cluster.learners:,} "
+                f"learners on {self.cluster.nodes:,} nodes, {self.workload.model.name} at "
+                f"sub-batch {self.workload.sub_batch})")
+
+    __str__ = __repr__
+
     @field_validator("name")
     @classmethod
     def _one_folder_name(cls, name: str) -> str:

@@ -75,6 +75,14 @@ class Result:
     #: the intervals recorded for a trace, where one was asked for
     timeline: Timeline | None = None
 
+    def __repr__(self) -> str:
+        # the DataFrames and the scenario are attributes to look at, not to print whole
+        s = self.summary
+        return (f"Result({self.scenario.name!r}, seed {self.seed}: {s['gradients']:,} gradients, "
+                f"{s['updates']:,} updates, {s['simulated_time_s']:.4g} s simulated; epoch time "
+                f"{s['epoch_time_s']:.4g} s, staleness mean {s['staleness']['mean']:.4g}, "
+                f"mini-batch mean {s['minibatch']['mean']:.4g})")
+
     @property
     def measured(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(gradients, updates) the statistics count: after the warm-up, if any."""

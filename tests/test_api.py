@@ -59,3 +59,15 @@ def test_an_output_link_to_nothing_is_refused_before_any_work(command, tmp_path,
 def test_overrides_are_refused_in_words(override, words):
     with pytest.raises(ScenarioError, match=words.replace(".", r"\.").replace("(", r"\(")):
         asgdsim.load_scenario(SCENARIO, overrides=override)
+
+
+def test_results_print_as_one_line_each():
+    # a notebook cell that ends in one shows its figures, not every row and atom
+    sc = asgdsim.load_scenario(SCENARIO, overrides={"stop.gradients": 200})
+    res = asgdsim.simulate(sc)
+    for thing, says in ((sc, "Scenario('ideal-async-exponential': async, 16 learners"),
+                        (res, "Result('ideal-async-exponential', seed 9: 200 gradients"),
+                        (res.prediction, "Prediction('ideal-async-exponential': epoch time"),
+                        (res.prediction.staleness, "Pmf(mean ")):
+        assert repr(thing).startswith(says) and len(repr(thing)) < 200 and "\n" not in repr(thing)
+    assert str(sc) == repr(sc)

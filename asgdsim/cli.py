@@ -760,9 +760,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     # files (another run's, whose report would show this replay) needs --overwrite
     own = out.resolve() == run_dir.resolve()
     check_writable(out, own or args.overwrite, files=("replay.csv", "figures/replay.png"))
+    columns = ["version_read", "version_applied", "staleness", "samples", "t_end"]
     try:
-        gradients = pd.read_parquet(events, columns=["version_read", "version_applied",
-                                                     "staleness", "samples", "t_end"])
+        import pyarrow.parquet as pq
+
+        missing = [c for c in columns if c not in pq.read_schema(events).names]
+        if missing:
+            raise UsageError(f"{events}: lacks the column{'s' * (len(missing) > 1)} "
+                             f"{', '.join(missing)}; expected the gradients table a run writes")
+        gradients = pd.read_parquet(events, columns=columns)
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"{events}: cannot read the gradients ({exc})") from None
     kind = _run_kind(run_dir)

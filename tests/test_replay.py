@@ -76,6 +76,11 @@ def test_replay_from_the_command_line(tmp_path, capsys):
     assert not (tmp_path / "another-run" / "replay.csv").exists()
     assert main(["replay", str(run / "gradients.parquet")]) == 2
     assert "a file, not a folder" in capsys.readouterr().err
+    # a table without a column the replay reads is refused naming the column
+    (tmp_path / "cut").mkdir()
+    g.drop(columns=["staleness"]).to_parquet(tmp_path / "cut" / "gradients.parquet")
+    assert main(["replay", str(tmp_path / "cut")]) == 2
+    assert "lacks the column staleness;" in capsys.readouterr().err
     for bad in (["--momentum", "1"], ["--learning-rate", "0"], ["--task", "cifar"]):
         with pytest.raises(SystemExit) as exit_:
             main(["replay", str(run), *bad])

@@ -667,6 +667,9 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
     # scenario key that happens to name one of its entries
     catalog.check()
     data = apply_overrides(data, overrides or {}, source)
+    if isinstance(data, dict) and "name" not in data:
+        # a file's name defaults to its stem; a mapping's to this
+        data = {"name": "scenario", **data}
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

@@ -71,3 +71,13 @@ def test_results_print_as_one_line_each():
                         (res.prediction.staleness, "Pmf(mean ")):
         assert repr(thing).startswith(says) and len(repr(thing)) < 200 and "\n" not in repr(thing)
     assert str(sc) == repr(sc)
+
+
+def test_a_mapping_without_a_name_gets_one_as_a_file_does():
+    from asgdsim.scenario import scenario_from_dict
+    sc = scenario_from_dict({"workload": {"model": "resnet50", "dataset_samples": 1000,
+                                          "sub_batch": 8},
+                             "cluster": {"gpu": "V100", "nodes": 1, "gpus_per_node": 2,
+                                         "network": "ib-edr"},
+                             "algorithm": {"kind": "async"}})
+    assert sc.name == "scenario"

@@ -140,10 +140,10 @@ def test_a_failed_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch)
     sweep_module = importlib.import_module("asgdsim.sweep")
     real = sweep_module.simulate
 
-    def failing(scenario, seed=None):
+    def failing(scenario, seed=None, **limits):
         if scenario.cluster.nodes == 2:
             raise RuntimeError("node 2 caught fire")
-        return real(scenario, seed=seed)
+        return real(scenario, seed=seed, **limits)
 
     monkeypatch.setattr(sweep_module, "simulate", failing)
     grid = {"cluster.nodes": [1, 2, 3], "stop.epochs": [0.02]}

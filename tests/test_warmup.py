@@ -1,6 +1,8 @@
 """stop.warmup: the start of a run left out of its statistics, in the
 simulation and in the closed form alike."""
 
+import math
+
 import pytest
 
 from asgdsim import predict, simulate
@@ -88,6 +90,9 @@ def test_a_run_that_ends_within_its_warmup_is_refused_after_it():
 
     sc = make(stop__gradients=100, stop__warmup={"time": 1e6})
     with pytest.raises(ScenarioError, match="stop.warmup: .* all within the warm-up"):
+        simulate(sc, max_events=math.inf, max_memory=math.inf)    # no estimate first
+    # with its estimate (the default), simulate refuses it before, as the commands do
+    with pytest.raises(ScenarioError, match="stop.warmup: expected a warm-up shorter than the run"):
         simulate(sc)
 
 

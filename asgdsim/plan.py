@@ -292,27 +292,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     # and the confirming simulations on the same workers
     parallel = workers > 1 or scheduler is not None
     with dask_client(workers, scheduler) if parallel else contextlib.nullcontext() as client:
-        candidates = [row for row in rows if row["fits_memory"]]
-        points = [row["point"] for row in candidates]
-        if client is None:
-            figures = [predict_point(p, raw, source) for p in points]
-        else:
-            futures = client.map(predict_point, points, raw=raw, source=source, pure=False)
-            try:
-                figures = client.gather(futures)
-            except BaseException:
-                client.cancel(futures)     # Ctrl-C: the rest are not run, nor reported
-                raise
-        for row, figure in zip(candidates, figures):
-            if figure is None:
-                # refused: predicted again here, where its error is named
-                with naming(source, row["point"], "candidate"):
-                    p = predict(point_scenario(raw, source, row["point"], candidate_raw))
-                figure = p.epoch_time_s, p.minibatch.mean, p.staleness.mean
-            epoch_time_s, minibatch, staleness = figure
-            row.update(predicted_epoch_time_s=epoch_time_s, predicted_minibatch_mean=minibatch,
-                       predicted_staleness_mean=staleness,
-                       gpu_hours_per_epoch=row["gpus_booked"] * epoch_time_s / 3600)
+        _predict(rows, raw, source, client)
         table = pd.DataFrame(rows, columns=[c for c in columns if c not in ("rank", "feasible")]
                              + ["point"])
         table["feasible"] = [bool(f) and within(m, st) for f, m, st in zip(
@@ -379,6 +359,32 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
                 bool(len(fitting_rows)) and bool(np.allclose(
                     fitting_rows["predicted_minibatch_mean"], fitting_rows["sub_batch"])),
                 knob_key, shapes if mixed else ())
+
+
+def _predict(rows: list[dict], raw: dict, source: str, client=None) -> None:
+    """Each row that fits in memory gets its closed form's figures: on the
+    client's workers where there is a client, else in this process."""
+    candidates = [row for row in rows if row["fits_memory"]]
+    points = [row["point"] for row in candidates]
+    if client is None:
+        figures = [predict_point(p, raw, source) for p in points]
+    else:
+        futures = client.map(predict_point, points, raw=raw, source=source, pure=False)
+        try:
+            figures = client.gather(futures)
+        except BaseException:
+            client.cancel(futures)     # Ctrl-C: the rest are not run, nor reported
+            raise
+    for row, figure in zip(candidates, figures):
+        if figure is None:
+            # refused: predicted again here, where its error is named
+            with naming(source, row["point"], "candidate"):
+                p = predict(point_scenario(raw, source, row["point"], candidate_raw))
+            figure = p.epoch_time_s, p.minibatch.mean, p.staleness.mean
+        epoch_time_s, minibatch, staleness = figure
+        row.update(predicted_epoch_time_s=epoch_time_s, predicted_minibatch_mean=minibatch,
+                   predicted_staleness_mean=staleness,
+                   gpu_hours_per_epoch=row["gpus_booked"] * epoch_time_s / 3600)
 
 
 def predict_point(point: Point, raw: dict, source: str) -> tuple[float, float, float] | None:

@@ -86,18 +86,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
-def estimate(scenario: Scenario) -> Estimate:
-    """The run's size from the closed form's rates and the stop condition."""
-    from .analytic import predict
-    from .scenario import Stop
-
+def refuse_odd_cycles(scenario: Scenario, costs=None) -> None:
+    """Refuse an update cycle the closed form cannot lay out, before it
+    tries (``costs``: the scenario's, where the caller has them)."""
     interval = scenario.timing.update_interval
     if interval is not None or scenario.algorithm.kind == "sprint":
         # the closed form lays out every cycle of a step and every step of a
         # cycle: refuse first a cycle so short that a step spans millions of
         # them, or so long that it holds thousands of steps
         from .costs import costs_of
-        costs = costs_of(scenario)
+        costs = costs_of(scenario) if costs is None else costs
         step_s = costs.compute.mean
         if interval is not None and step_s / interval > MAX_CYCLES_PER_STEP:
             raise ScenarioError("", [("timing.update_interval", (
@@ -114,10 +112,20 @@ def estimate(scenario: Scenario) -> Estimate:
                 f"{costs.cycle_s:.3g} s{made_of} against steps of {step_s:.3g} s, "
                 f"{costs.cycle_s / step_s:,.0f} steps: the closed form lays out every step of a "
                 "cycle (seconds at 512, minutes beyond); a faster network or longer steps"))])
+
+
+def estimate(scenario: Scenario, prediction=None, costs=None) -> Estimate:
+    """The run's size from the closed form's rates and the stop condition
+    (the rates of ``prediction``, the run's own closed form, where given)."""
+    from .analytic import predict
+    from .scenario import Stop
+
+    refuse_odd_cycles(scenario, costs)
     # the rates do not depend on the stop condition; one epoch keeps the
     # closed form in its usual regime whatever the user's stop is
-    steady = scenario.model_copy(update={"stop": Stop(epochs=1)})
-    summary = predict(steady).summary
+    if prediction is None:
+        prediction = predict(scenario.model_copy(update={"stop": Stop(epochs=1)}))
+    summary = prediction.summary
     sub_batch = scenario.workload.sub_batch
     per_s = summary["steady_throughput_samples_per_s"] / sub_batch     # gradients per second
     step_s = summary["t_gpu_s"]
@@ -166,15 +174,17 @@ def estimate(scenario: Scenario) -> Estimate:
     return Estimate(gradients, cycles, simulated, scenario.cluster.learners, key)
 
 
-def check_warmup(scenario: Scenario, source: str) -> None:
+def check_warmup(scenario: Scenario, source: str, whole=None) -> None:
     """Refuse a warm-up that would leave nothing of the run to measure, as
-    the closed form sees the run (analytic._after_warmup)."""
+    the closed form sees the run (analytic._after_warmup; ``whole``, the
+    run's closed form, where the caller has it)."""
     from .analytic import WARMUP_COVERS_RUN, predict
 
     warmup = scenario.stop.warmup
     if warmup is None:
         return
-    whole = predict(scenario)       # its figures are the whole run's where this is so
+    # its figures are the whole run's where this is so
+    whole = predict(scenario) if whole is None else whole
     if WARMUP_COVERS_RUN not in (whole.laws.get("assumptions") or ""):
         return
     asked = (f"{warmup.time:.4g} s" if warmup.time is not None else
@@ -209,24 +219,28 @@ ARGUMENTS = ("max_events", "max_memory", "pass simulate a higher max_events or m
 
 def check(scenario: Scenario, source: str, max_events: float = DEFAULT_MAX_EVENTS,
           max_memory: float = DEFAULT_MAX_MEMORY, simulated: bool = True,
-          names: tuple[str, str, str] = FLAGS) -> Estimate:
+          names: tuple[str, str, str] = FLAGS, prediction=None, costs=None) -> Estimate:
     """Refuse, with the estimate, a run beyond the limits; else return its
     estimate. ``simulated`` False (``predict``) skips the simulator's own
     bound on the learners and keeps the checks of the stop and the cycle.
     ``names``: the limits' names and how to raise them, as the caller's
-    user sets them (FLAGS, or simulate's ARGUMENTS)."""
+    user sets them (FLAGS, or simulate's ARGUMENTS). ``prediction``: the
+    run's closed form and ``costs``, where the caller has them (simulate),
+    not made again."""
     if simulated:
         check_learners(scenario, source)     # first: the estimate itself predicts
     try:
-        size = estimate(scenario)
+        size = estimate(scenario, prediction, costs)
     except ScenarioError as exc:
         raise ScenarioError(source, exc.problems) from None
-    check_warmup(scenario, source)
+    check_warmup(scenario, source, prediction)
     over = []
     if not size.events <= max_events:
         over.append(f"more than {names[0]} {max_events:.3g}")
     if not size.memory_bytes <= max_memory:
-        over.append(f"more than {names[1]} {max_memory / 1e9:.3g} GB")
+        # simulate's argument is in bytes; the flag takes a quantity, said in GB
+        limit = f"{max_memory:.3g} bytes" if names is ARGUMENTS else f"{max_memory / 1e9:.3g} GB"
+        over.append(f"more than {names[1]} {limit}")
     if over:
         raise ScenarioError(source, [(size.key, f"this run would take {size.describe()}: "
                                                 f"{' and '.join(over)}; shorten the run, or "

@@ -1103,7 +1103,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=_bounded(int, 0, 2**32 - 1), default=0,
                      help="seed of the data's split, order and the initial weights (default 0)")
     rep.add_argument("--out", type=_path, help="folder for replay.csv and figures/replay.png (default RUN_DIR)")
-    rep.add_argument("--overwrite", action="store_true", help="replace an earlier replay's files")
+    rep.add_argument("--overwrite", action="store_true",
+                     help="replace an earlier replay's files, or write into a --out folder that "
+                     "holds other files")
     rep.set_defaults(func=cmd_replay)
 
     val = sub.add_parser("validate", help="simulate the published cluster measurements and "

@@ -56,12 +56,16 @@ class Pmf:
     values: np.ndarray
     probs: np.ndarray
 
-    def __repr__(self) -> str:
-        # a notebook cell ending in one shows this, not hundreds of atoms
+    def __str__(self) -> str:
+        # what it is in a line; repr stays every atom (a failing test's report)
         if not len(self.values):
             return "Pmf(empty)"
-        return (f"Pmf(mean {self.mean:.4g}, {len(self.values):,} values from "
+        n = len(self.values)
+        return (f"Pmf(mean {self.mean:.4g}, {n:,} value{'s' * (n != 1)} from "
                 f"{self.values[0]:g} to {self.values[-1]:g})")
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))      # a notebook cell ending in one shows the line
 
     @classmethod
     def of_samples(cls, samples: np.ndarray) -> Pmf:

@@ -468,13 +468,15 @@ class Scenario(_Spec):
     stop: Stop = Stop(epochs=1)
     faults: Faults = Field(default_factory=Faults)
 
-    def __repr__(self) -> str:
-        # its keys are attributes to look at (sc.cluster, sc.model_dump()), not to print whole
+    def __str__(self) -> str:
+        # what it is in a line; repr stays every key (a failing test's report)
+        nodes = self.cluster.nodes
         return (f"Scenario({self.name!r}: {self.algorithm.kind}, {self.cluster.learners:,} "
-                f"learners on {self.cluster.nodes:,} nodes, {self.workload.model.name} at "
-                f"sub-batch {self.workload.sub_batch})")
+                f"learners on {nodes:,} node{'s' * (nodes != 1)}, {self.workload.model.name} "
+                f"at sub-batch {self.workload.sub_batch})")
 
-    __str__ = __repr__
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))      # a notebook cell ending in one shows the line
 
     @field_validator("name")
     @classmethod

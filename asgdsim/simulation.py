@@ -28,6 +28,7 @@ from .cluster import Cluster, build_cluster
 from .components.slowdown import apply_slowdowns
 from .components.weights import Weights
 from .costs import Costs, costs_of
+from .errors import ScenarioError
 from .recorder import Recorder
 from .scenario import Scenario, scenario_from_dict
 from .summary import measured, summarize
@@ -78,8 +79,10 @@ class Result:
     def __repr__(self) -> str:
         # the DataFrames and the scenario are attributes to look at, not to print whole
         s = self.summary
-        return (f"Result({self.scenario.name!r}, seed {self.seed}: {s['gradients']:,} gradients, "
-                f"{s['updates']:,} updates, {s['simulated_time_s']:.4g} s simulated; epoch time "
+        return (f"Result({self.scenario.name!r}, seed {self.seed}: {s['gradients']:,} "
+                f"gradient{'s' * (s['gradients'] != 1)}, {s['updates']:,} "
+                f"update{'s' * (s['updates'] != 1)}, {s['simulated_time_s']:.4g} s simulated; "
+                "epoch time "
                 f"{s['epoch_time_s']:.4g} s, staleness mean {s['staleness']['mean']:.4g}, "
                 f"mini-batch mean {s['minibatch']['mean']:.4g})")
 
@@ -163,7 +166,7 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     refused before it starts, as the commands refuse it (budget.py): a
     notebook's kernel is not left to run out of memory; ``math.inf`` for no
     limit (callers that estimated the run already pass it)."""
-    from .budget import ARGUMENTS, check, check_learners
+    from .budget import ARGUMENTS, check, check_learners, refuse_odd_cycles
 
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate takes a Scenario (asgdsim.load_scenario(path)), got "
@@ -174,10 +177,11 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     # (a negative sub-batch ran, and counted negative samples)
     scenario = scenario_from_dict(scenario.model_dump(mode="json", exclude_none=True,
                                                       by_alias=True), source=scenario.name)
-    if math.isinf(max_events) and math.isinf(max_memory):
-        check_learners(scenario, scenario.name)   # the simulator's own bound, not predict's
-    else:
-        check(scenario, scenario.name, max_events, max_memory, names=ARGUMENTS)
+    for name, limit in (("max_events", max_events), ("max_memory", max_memory)):
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+            raise ValueError(f"{name}: expected a positive number (math.inf for no limit), "
+                             f"got {limit!r}")
+    check_learners(scenario, scenario.name)       # the simulator's own bound, not predict's
     started = time.perf_counter()
     seed = scenario.seed if seed is None else seed
     if seed != scenario.seed:
@@ -185,7 +189,24 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     env = simpy.Environment()
     recorder = Recorder()
     costs = costs_of(scenario)
+    limited = not (math.isinf(max_events) and math.isinf(max_memory))
+    # the run's size from its own closed form, made once; but a stop in
+    # seconds is judged on the steady rates first (the closed form of a run
+    # shorter than a step has nothing to say), and an odd cycle is refused
+    # before the closed form would lay it out for minutes
+    early = limited and scenario.stop.time is not None
+    if early:
+        check(scenario, scenario.name, max_events, max_memory, simulated=False, names=ARGUMENTS,
+              costs=costs)
+    elif limited:
+        try:
+            refuse_odd_cycles(scenario, costs)
+        except ScenarioError as exc:
+            raise ScenarioError(scenario.name, exc.problems) from None
     prediction = predict(scenario, costs)
+    if limited and not early:
+        check(scenario, scenario.name, max_events, max_memory, simulated=False, names=ARGUMENTS,
+              prediction=prediction, costs=costs)
     stop = scenario.stop
     weights = Weights(
         env, recorder,

@@ -26,6 +26,7 @@ second.
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from pathlib import Path
@@ -37,6 +38,9 @@ from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
 from bench_core import best_rate   # benchmarks/ is the script's folder
 from bench_kinds import GRADIENTS, LEARNERS, scenario
+
+#: the simulator measured alone: without the run's size estimate and its limits
+UNLIMITED = {"max_events": math.inf, "max_memory": math.inf}
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -271,7 +275,7 @@ def bare_k_batch_sync_modelled(nodes: int, per_node: int, per_link: int, costs, 
 def main() -> None:
     for label, data, learner in CASES:
         sc = scenario_from_dict(data)
-        sim = best_rate(lambda: asgdsim.simulate(sc).summary["gradients"])
+        sim = best_rate(lambda: asgdsim.simulate(sc, **UNLIMITED).summary["gradients"])
         bare = best_rate(lambda: run_bare(learner, GRADIENTS))
         print(f"{label:<22} asgdsim {sim:10,.0f}  bare SimPy {bare:10,.0f} gradients/s  "
               f"ratio {sim / bare:.2f}  (bar 0.5)")
@@ -280,7 +284,7 @@ def main() -> None:
         "algorithm": {"kind": "downpour", "n_fetch": 2, "n_push": 4, "servers": 64},
         "stop": {"gradients": 200_000}})
     costs, c = costs_of(big), big.cluster
-    sim = best_rate(lambda: asgdsim.simulate(big).summary["gradients"], repeats=1)
+    sim = best_rate(lambda: asgdsim.simulate(big, **UNLIMITED).summary["gradients"], repeats=1)
     bare = best_rate(lambda: bare_downpour_modelled(c.nodes, c.gpus_per_node, c.gpus_per_host_link,
                                                     64, costs, 2, 4, 200_000), repeats=1)
     print(f"{'downpour, 4096 GPUs':<22} asgdsim {sim:10,.0f}  bare SimPy {bare:10,.0f} gradients/s  "
@@ -297,7 +301,7 @@ def main() -> None:
             "cluster.nodes": 512, "workload.model": "resnet50", "algorithm": algorithm,
             "stop": {"gradients": 50_000}})
         costs, c = costs_of(big), big.cluster
-        sim = best_rate(lambda: asgdsim.simulate(big).summary["gradients"], repeats=1)
+        sim = best_rate(lambda: asgdsim.simulate(big, **UNLIMITED).summary["gradients"], repeats=1)
         bare = best_rate(lambda: bare_downpour_modelled(c.nodes, c.gpus_per_node,
                                                         c.gpus_per_host_link, 1, costs, 1, 1,
                                                         50_000), repeats=1)
@@ -307,7 +311,7 @@ def main() -> None:
         "cluster.nodes": 512, "workload.model": "resnet50",
         "algorithm": {"kind": "k-batch-sync", "k": 1024}, "stop": {"gradients": 20_480}})
     costs, c = costs_of(big), big.cluster
-    sim = best_rate(lambda: asgdsim.simulate(big).summary["gradients"], repeats=1)
+    sim = best_rate(lambda: asgdsim.simulate(big, **UNLIMITED).summary["gradients"], repeats=1)
     bare = best_rate(lambda: bare_k_batch_sync_modelled(c.nodes, c.gpus_per_node,
                                                         c.gpus_per_host_link, costs, 1024,
                                                         20_480), repeats=1)

@@ -21,6 +21,9 @@ import asgdsim
 from asgdsim.timeline import Timeline
 from asgdsim.trace import DEFAULT_MAX_EVENTS, trace_events, write_trace
 
+#: the simulator measured alone: without the run's size estimate and its limits
+UNLIMITED = {"max_events": math.inf, "max_memory": math.inf}
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,8 +41,8 @@ def main() -> None:
     parser.add_argument("--max-events", type=int, default=DEFAULT_MAX_EVENTS)
     args = parser.parse_args()
     sc = asgdsim.load_scenario(ROOT / "scenarios" / "tsubame-kfc-dl-vgg16.yaml")
-    plain_s, plain = best(lambda: asgdsim.simulate(sc))
-    traced_s, res = best(lambda: asgdsim.simulate(sc, timeline=Timeline(limit=args.max_events)))
+    plain_s, plain = best(lambda: asgdsim.simulate(sc, **UNLIMITED))
+    traced_s, res = best(lambda: asgdsim.simulate(sc, timeline=Timeline(limit=args.max_events), **UNLIMITED))
     build_s, trace = best(lambda: trace_events(res, (0.0, math.inf), args.max_events))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"

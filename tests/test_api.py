@@ -32,6 +32,8 @@ def test_a_run_too_big_is_refused_by_simulate_as_by_the_commands():
 @pytest.mark.parametrize("call, error", [
     (lambda sc: asgdsim.simulate(sc, seed=-1), ValueError),
     (lambda sc: asgdsim.simulate(sc, seed=True), ValueError),
+    (lambda sc: asgdsim.simulate(sc, max_memory="8 GB"), ValueError),    # bytes, a number
+    (lambda sc: asgdsim.simulate(sc, max_events=None), ValueError),
     (lambda sc: asgdsim.simulate(str(SCENARIO)), TypeError),
     (lambda sc: asgdsim.predict(str(SCENARIO)), TypeError),
     (lambda sc: asgdsim.step_time("K80", "vgg16", 16, cuda_graphs="no"), ValueError),
@@ -61,16 +63,21 @@ def test_overrides_are_refused_in_words(override, words):
         asgdsim.load_scenario(SCENARIO, overrides=override)
 
 
-def test_results_print_as_one_line_each():
-    # a notebook cell that ends in one shows its figures, not every row and atom
+def test_results_show_as_one_line_each_in_a_notebook():
+    # a notebook cell that ends in one shows its figures, not every row and
+    # atom (IPython's pretty printer, as Jupyter's display uses); a
+    # scenario's and a pmf's repr stay whole, for a failing test's report
+    from IPython.lib.pretty import pretty
+
     sc = asgdsim.load_scenario(SCENARIO, overrides={"stop.gradients": 200})
     res = asgdsim.simulate(sc)
-    for thing, says in ((sc, "Scenario('ideal-async-exponential': async, 16 learners"),
+    for thing, says in ((sc, "Scenario('ideal-async-exponential': async, 16 learners on 2 nodes,"),
                         (res, "Result('ideal-async-exponential', seed 9: 200 gradients"),
                         (res.prediction, "Prediction('ideal-async-exponential': epoch time"),
                         (res.prediction.staleness, "Pmf(mean ")):
-        assert repr(thing).startswith(says) and len(repr(thing)) < 200 and "\n" not in repr(thing)
-    assert str(sc) == repr(sc)
+        shown = pretty(thing)
+        assert shown.startswith(says) and len(shown) < 200 and "\n" not in shown
+    assert "timing=" in repr(sc) and str(sc) == pretty(sc)
 
 
 def test_a_mapping_without_a_name_gets_one_as_a_file_does():

@@ -37,6 +37,7 @@ from scipy import special
 from . import mva
 from .costs import Costs, costs_of
 from .distributions import Law, Straggling, apart_from_stragglers, top_quantile
+from .errors import ScenarioError
 from .phases import SPREAD as SPREAD_OF_SD, Deliveries, Windows, expect, staleness_of, windows_of
 from .pmf import Pmf, binomial, lattice
 from .renewal import kth_event_mean
@@ -133,6 +134,17 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
         raise TypeError(f"predict takes a Scenario (asgdsim.load_scenario(path)), got "
                         f"{type(scenario).__name__}")
     costs = costs or costs_of(scenario)
+    if scenario.stop.time is not None:
+        # a run that ends before its first gradient has no closed form: refused,
+        # judged on the steady step and cycle as the commands judge it (budget.py)
+        from .budget import refuse_short_time
+        from .scenario import Stop
+
+        steady = _closed_form(scenario.model_copy(update={"stop": Stop(epochs=1)}), costs)
+        try:
+            refuse_short_time(scenario, steady.t_gpu_s, steady.t_update_s)
+        except ScenarioError as exc:
+            raise ScenarioError(scenario.name, exc.problems) from None
     whole = _closed_form(scenario, costs)
     if scenario.stop.warmup is None:
         return whole

@@ -114,6 +114,24 @@ def refuse_odd_cycles(scenario: Scenario, costs=None) -> None:
                 "cycle (seconds at 512, minutes beyond); a faster network or longer steps"))])
 
 
+def refuse_short_time(scenario: Scenario, step_s: float, cycle_s: float) -> None:
+    """Refuse a stop in seconds that ends the run before its first gradient
+    (or SPRINT's first update), from the steady step and cycle."""
+    time = scenario.stop.time
+    if time is None:
+        return
+    if step_s > 0 and time < step_s:
+        raise ScenarioError("", [("stop.time", f"expected at least one learner step "
+                                               f"({step_s:.3g} s), got {time:.3g} s: "
+                                               "the run would end before any gradient")])
+    if scenario.algorithm.kind == "sprint" and time < 2 * cycle_s:
+        # SPRINT applies a cycle's gradients at the end of the next one
+        raise ScenarioError("", [("stop.time", f"expected at least SPRINT's first update, "
+                                               f"two cycles in ({2 * cycle_s:.3g} s), got "
+                                               f"{time:.3g} s: the run would end "
+                                               "before any update")])
+
+
 def estimate(scenario: Scenario, prediction=None, costs=None) -> Estimate:
     """The run's size from the closed form's rates and the stop condition
     (the rates of ``prediction``, the run's own closed form, where given)."""
@@ -146,16 +164,7 @@ def estimate(scenario: Scenario, prediction=None, costs=None) -> Estimate:
         per_update = max(1.0, summary["minibatch"]["mean"] / sub_batch)
         lengths["stop.updates"] = stop.updates * per_update
     if stop.time is not None:
-        if step_s > 0 and stop.time < step_s:
-            raise ScenarioError("", [("stop.time", f"expected at least one learner step "
-                                                   f"({step_s:.3g} s), got {stop.time:.3g} s: "
-                                                   "the run would end before any gradient")])
-        if scenario.algorithm.kind == "sprint" and stop.time < 2 * cycle_s:
-            # SPRINT applies a cycle's gradients at the end of the next one
-            raise ScenarioError("", [("stop.time", f"expected at least SPRINT's first update, "
-                                                   f"two cycles in ({2 * cycle_s:.3g} s), got "
-                                                   f"{stop.time:.3g} s: the run would end "
-                                                   "before any update")])
+        refuse_short_time(scenario, step_s, cycle_s)
         lengths["stop.time"] = stop.time * per_s
     key = min(lengths, key=lengths.get)
     gradients = lengths[key]

@@ -88,3 +88,11 @@ def test_a_mapping_without_a_name_gets_one_as_a_file_does():
                                          "network": "ib-edr"},
                              "algorithm": {"kind": "async"}})
     assert sc.name == "scenario"
+
+
+def test_predict_refuses_a_run_that_ends_before_its_first_gradient():
+    # it failed inside the closed form (an empty law); the commands refuse it first
+    sc = asgdsim.load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
+                               "tsubame-kfc-dl-vgg16.yaml", overrides={"stop": {"time": "0.5 s"}})
+    with pytest.raises(ScenarioError, match=r"stop.time: expected at least one learner step"):
+        asgdsim.predict(sc)

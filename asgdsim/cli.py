@@ -444,7 +444,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     overrides = _with_knob(args.scenario, _overrides(args.set))
     scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
-    check_writable(out, args.overwrite)
+    check_writable(out, args.overwrite, files=("plan.csv", "plan.png"))
     if args.confirm:
         _check_scheduler(args.scheduler)
     from .progress import PointsBar, shown

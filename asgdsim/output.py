@@ -73,8 +73,10 @@ def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = ()) -> N
         with contextlib.suppress(OSError):
             os.rmdir(probe)
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise OutputExists(f"{out} already holds files; pass --overwrite to replace this run's "
-                           "files there, or choose another folder with --out")
+        # a command that writes a few files names them; a run's are its files
+        ours = " and ".join(files) if 0 < len(files) <= 2 else "this run's files"
+        raise OutputExists(f"{out} already holds files; pass --overwrite to write {ours} there "
+                           "(the others are kept), or choose another folder with --out")
 
 
 def write_run(result: Result, out: Path, overwrite: bool = False,

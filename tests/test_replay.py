@@ -72,7 +72,7 @@ def test_replay_from_the_command_line(tmp_path, capsys):
     (tmp_path / "another-run").mkdir()
     (tmp_path / "another-run" / "summary.json").write_text("{}")
     assert main(["replay", str(run), "--out", str(tmp_path / "another-run")]) == 2
-    assert "--overwrite" in capsys.readouterr().err
+    assert "--overwrite to write replay.csv and figures/replay.png there" in capsys.readouterr().err
     assert not (tmp_path / "another-run" / "replay.csv").exists()
     assert main(["replay", str(run / "gradients.parquet")]) == 2
     assert "a file, not a folder" in capsys.readouterr().err

@@ -87,11 +87,20 @@ def test_a_refuted_candidate_is_never_ranked_first():
 
 
 def test_two_workers_rank_and_confirm_as_one_does():
-    # the closed forms and the confirming simulations on two worker processes
+    # the closed forms and the confirming simulations on a cluster's two
+    # worker processes (each candidate's closed form a task there), with
+    # the table one process gives
+    from dask.distributed import LocalCluster
+
     one = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1).table
-    two = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1, workers=2).table
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster:
+        two = plan(SCENARIO, 512, 0.2, max_gpus=16, confirm=1,
+                   scheduler=cluster.scheduler_address).table
+        done = {prefix: counts.state_counts["memory"]
+                for prefix, counts in cluster.scheduler.task_prefixes.items()}
     pd.testing.assert_frame_equal(one, two)
-    assert two["simulated_epoch_time_s"].notna().sum() == 1
+    assert done == {"predict_point": int(two["fits_memory"].sum()), "run_point": 1}
 
 
 def test_staleness_limit_and_async_note(tmp_path, capsys):

@@ -134,9 +134,14 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
         raise TypeError(f"predict takes a Scenario (asgdsim.load_scenario(path)), got "
                         f"{type(scenario).__name__}")
     costs = costs or costs_of(scenario)
-    if scenario.stop.time is not None:
-        # a run that ends before its first gradient has no closed form: refused,
-        # judged on the steady step and cycle as the commands judge it (budget.py)
+    try:
+        whole = _closed_form(scenario, costs)
+    except ValueError:
+        # a stop in seconds that ends the run before its first gradient leaves
+        # the closed form nothing to say: refused as the commands refuse it,
+        # on the steady step and cycle (only here, off the common path)
+        if scenario.stop.time is None:
+            raise
         from .budget import refuse_short_time
         from .scenario import Stop
 
@@ -145,7 +150,7 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
             refuse_short_time(scenario, steady.t_gpu_s, steady.t_update_s)
         except ScenarioError as exc:
             raise ScenarioError(scenario.name, exc.problems) from None
-    whole = _closed_form(scenario, costs)
+        raise
     if scenario.stop.warmup is None:
         return whole
     return _after_warmup(scenario, costs, whole, _closed_form)

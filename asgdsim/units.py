@@ -3,7 +3,10 @@
 Scenario files write quantities as text ("120 ms", "56 Gb/s", "6 GB");
 everything inside asgdsim is a plain float in SI base units (seconds, bytes,
 bytes per second, FLOP per second). This module is the only place that knows
-unit names. A plain number is taken as already being in the base unit.
+unit names. A plain number is taken as already being in the base unit,
+but for a rate below what any link or GPU runs at (a megabyte or a
+megaFLOP a second), which is a unit left out ("bandwidth: 10" meaning
+10 GB/s, not 10 bytes a second): refused, naming the units to write.
 
 Decimal prefixes are powers of 1000 and binary ones (Ki, Mi, Gi) powers of
 1024; a lower-case ``b`` is a bit, an upper-case ``B`` a byte, so "56 Gb/s"
@@ -55,6 +58,9 @@ _KNOWN = {"time": "ns, us (or \u00b5s), ms, s (sec, second), min (minute), h (ho
           "bandwidth": "B/s or Bps, b/s, bit/s or bps, after k, M, G, T, P or Ki, Mi, Gi, Ti",
           "flop_rate": "FLOP/s or FLOPS after k, M, G, T, P", "flops": "FLOP after k, M, G, T, P"}
 
+#: the least rate a plain number (no unit) may give: below it, a unit was left out
+_PLAIN_FLOOR = {"bandwidth": 1e6, "flop_rate": 1e6}
+
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d].*?)?\s*$")
 
 
@@ -74,7 +80,7 @@ def parse_quantity(value: object, dimension: str) -> float:
     if isinstance(value, bool):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     if isinstance(value, (int, float)):
-        return float(value)
+        return _plain(float(value), value, dimension)
     if not isinstance(value, str):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     match = _NUMBER_UNIT.match(value)
@@ -82,7 +88,7 @@ def parse_quantity(value: object, dimension: str) -> float:
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     number, unit = float(match.group(1)), (match.group(2) or "")
     if not unit:
-        return number
+        return _plain(number, value, dimension)
     if unit not in units:
         # the case tells bits from bytes and mega from milli: suggested, never guessed
         cased = sorted(u for u in units if u.lower() == unit.lower())
@@ -92,3 +98,16 @@ def parse_quantity(value: object, dimension: str) -> float:
             f"expected a number with a unit such as {_EXAMPLE[dimension]} "
             f"({_KNOWN[dimension]})")
     return number * units[unit]
+
+
+def _plain(number: float, value: object, dimension: str) -> float:
+    """A number without a unit, in the base unit, unless it is a rate too
+    small to be meant so."""
+    floor = _PLAIN_FLOOR.get(dimension)
+    if floor is not None and 0 < number < floor:
+        base = "B/s" if dimension == "bandwidth" else "FLOP/s"
+        raise UnitError(
+            f"{value!r} has no unit, so it would be {number:g} {base}, below any real "
+            f"device's; write the unit, such as "
+            f"{_EXAMPLE[dimension]} ({_KNOWN[dimension]}), or '{number:g} {base}' if that is meant")
+    return number

@@ -45,3 +45,27 @@ def test_each_unit_to_its_exact_factor(text, dimension, value):
 def test_a_wrong_unit_is_refused_with_what_was_expected(text, dimension, said):
     with pytest.raises(UnitError, match=said):
         parse_quantity(text, dimension)
+
+
+@pytest.mark.parametrize("value, dimension", [
+    (10, "bandwidth"), ("10", "bandwidth"), (999_999.0, "bandwidth"),
+    (15.7, "flop_rate"), ("4.37", "flop_rate"),
+])
+def test_a_rate_without_its_unit_below_any_real_device_is_refused(value, dimension):
+    """'bandwidth: 10' meant 10 GB/s or Gb/s, not 10 bytes a second: the
+    message says what it would be and how to write either."""
+    base = "B/s" if dimension == "bandwidth" else "FLOP/s"
+    with pytest.raises(UnitError, match=rf"has no unit, so it would be {float(value):g} {base}"
+                                        rf".*or '{float(value):g} {base}' if that is meant"):
+        parse_quantity(value, dimension)
+
+
+@pytest.mark.parametrize("value, dimension, expected", [
+    (1e6, "bandwidth", 1e6), ("1e9", "bandwidth", 1e9), (1e13, "flop_rate", 1e13),
+    ("10 B/s", "bandwidth", 10.0), ("15 FLOP/s", "flop_rate", 15.0),   # the unit says it is meant
+    (0, "bandwidth", 0.0),               # left to the field's own bound (> 0)
+    (350, "time", 350.0),                # a time or a size has no floor
+    (16, "bytes", 16.0),
+])
+def test_a_plain_number_at_a_real_rate_or_with_its_unit_is_taken(value, dimension, expected):
+    assert parse_quantity(value, dimension) == expected

@@ -1237,8 +1237,7 @@ def _sync_rounds(topo: Topology, loop: Loop, law: Law, update_s: float,
     # sums of steps whose law sums exactly (a gamma, by quadrature)
     exact = law.is_constant or _is_exponential(law) or (period > 1 and law.sums_exactly)
     if p > MAX_SKELETON_LEARNERS:
-        return _sync_rounds_large(topo, loop.with_before_repeated(period), law.sum_of(period),
-                                  update_s, k, share)
+        return _sync_rounds_large(topo, loop, law, update_s, k, share, period)
     push, to_push = loop.push, loop.to_push
     message = push.duration_s if push is not None else 0.0
     if push is not None and topo.nodes_per_switch:
@@ -1493,22 +1492,36 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
     64 a group) so that the order statistics stay a few hundred columns."""
     p = topo.learners
     block = np.array([topo.block_of(i) for i in range(p)])
-    each = [loop.with_before_repeated(period) for loop in loops]
     busiest_in, busiest_out = (topo.busiest_share(port) for port in ("server_port_in",
                                                                        "server_port_out"))
-    message = np.array([loop.demand_s("server_port_in") * busiest_in for loop in each])[block]
-    pull = np.array([loop.demand_s("server_port_out") * busiest_out for loop in each])[block]
-    local = np.array([sum(st.duration_s for st in loop.before + loop.after
-                          if st.holds[0] != "server_port_in") for loop in each])[block]
+    message = np.array([loop.demand_s("server_port_in") * busiest_in for loop in loops])[block]
+    pull = np.array([loop.demand_s("server_port_out") * busiest_out for loop in loops])[block]
     sums = {law: law.sum_of(period) for law in set(laws)}
     drawn = [sums[law] for law in laws]
     # overlap: the messages leave that part of the mean step earlier, and
     # the round lasts until the last step is done
     leads = np.zeros(p) if shares is None else \
-        np.array([share * law.mean if each[b].after else 0.0
+        np.array([share * law.mean if loops[b].after else 0.0
                   for law, b, share in zip(laws, block, shares)])
-    local = local - leads
-    before = np.array([sum(st.duration_s for st in loop.before) for loop in each])[block]
+
+    def node_waits(after: bool, gap: float) -> np.ndarray:
+        """Each learner's time in its stages at its node's own links, its
+        turn there its slot's in one node of its group walked
+        (:func:`_node_waits`)."""
+        waits, first = np.empty(p), 0
+        for b, shape in enumerate(topo.blocks or (topo,)):
+            loop, size = loops[b], shape.nodes * shape.learners_per_node
+            own = [st for st in loop.after if st.holds[0] != "server_port_in"] if after else []
+            node = _node_waits(topo, loop.before, own, gap, period, laws[first].mean, first,
+                               shape.learners_per_node)
+            waits[first:first + size] = np.tile(node, shape.nodes)
+            first += size
+        return waits
+
+    # a node's learners are spread over the round's pulls: one every ``nodes`` pulls
+    gap = float(pull.mean()) * topo.nodes
+    local, later = node_waits(True, 0.0) - leads, node_waits(True, gap) - leads
+    before = node_waits(False, 0.0)
 
     def done(ready: np.ndarray) -> float:
         shift = ready.copy()
@@ -1537,7 +1550,7 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
     order = np.argsort(rank, kind="stable")
     replied = np.empty(p)
     replied[order] = np.cumsum(pull[order])
-    return done(local), done(replied + local), False
+    return done(local), done(replied + later), False
 
 
 def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
@@ -1571,34 +1584,65 @@ def _mixed_order_statistics(shift: np.ndarray, laws: list[Law]) -> np.ndarray:
 
 
 def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
-                       k: int, share: float = 0.0) -> tuple[float, float, bool]:
+                       k: int, share: float = 0.0, period: int = 1) -> tuple[float, float, bool]:
     """Many learners: the server's port sets the pace; messages leave and
     arrive one after another, the rest of the loop overlaps with them.
     Learner i (from 1) is ready i pulls after the round starts: a
     progression, so the round costs what a few learners cost
     (:func:`_staggered_queue`). With ``share`` (``overlap: backward``) the
     messages leave that part of the mean step earlier, and the round lasts
-    at least until the last step is done."""
+    at least until the last step is done. A node's learners share its disk
+    and host links, every node alike: one node's learners are walked
+    through them (:func:`_node_waits`), and each learner's turn there is
+    its place in the node's queue. Local SGD's ``period`` steps are the
+    sum of their draws, their stages walked in turn at the mean step."""
     p = topo.learners
     # each shard's port takes one part of every learner's message
     message = topo.message_s(loop, "server_port_in")
-    local = sum(st.duration_s for st in loop.before + loop.after if st.holds[0] != "server_port_in")
+    after = [st for st in loop.after if st.holds[0] != "server_port_in"]
     pull = topo.message_s(loop, "server_port_out")
     lead = share * law.mean if loop.after else 0.0
-    before = sum(st.duration_s for st in loop.before)
+    steps = law.sum_of(period)
 
     def queue(spacing: float) -> float:
-        through = _staggered_queue(local - lead, spacing, p, law, message, k)
-        return max(through, _staggered_queue(before, spacing, p, law, 0.0, k)) if lead else through
+        # a node's learners are spread over the round's pulls: one every
+        # ``nodes`` pulls, in turn
+        gap = spacing * topo.nodes
+        through = _staggered_queue(
+            _node_waits(topo, loop.before, after, gap, period, law.mean) - lead,
+            spacing, p, steps, message, k)
+        if not lead:
+            return through
+        return max(through, _staggered_queue(
+            _node_waits(topo, loop.before, [], gap, period, law.mean), spacing, p, steps, 0.0, k))
     return queue(0.0) + update_s, queue(pull) + update_s, False
+
+
+def _node_waits(topo: Topology, before, after, gap: float, period: int = 1,
+                step: float = 0.0, first: int = 0, m: int | None = None) -> np.ndarray:
+    """How long each of a node's ``m`` learners (from learner ``first``)
+    spends in its stages ``before`` its step and ``after`` it (those on its
+    node's own links: disk, host links), started ``gap`` apart and queueing
+    at the links they share, from its own start: one node walked (every
+    node of its shape alike). Where a round holds ``period`` steps, the
+    stages before each, with ``step`` between."""
+    m = topo.learners_per_node if m is None else m
+    walked = [(_resolved(topo, before, i) + [((), step)]) * (period - 1)
+              + _resolved(topo, before, i) + _resolved(topo, after, i)
+              for i in range(first, first + m)]
+    starts = np.arange(m) * gap
+    ends = Skeleton(topo.fabric_share).walk(starts, walked)
+    done = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else start
+                     for row, start in zip(ends, starts)])
+    return np.sort(done - starts - (period - 1) * step)
 
 
 #: points of the grids on which many learners' arrivals are integrated
 STAGGER_GRID = 4096
 
 
-def _staggered_queue(start: float, spacing: float, p: int, law: Law, message_s: float,
-                     k: int) -> float:
+def _staggered_queue(start: float | np.ndarray, spacing: float, p: int, law: Law,
+                     message_s: float, k: int) -> float:
     """:func:`_push_queue` for learners i = 1..p ready at start + i spacing,
     in O(1) of p: where the ready times are spread (spacing > 0), they are
     taken as a continuum, each spacing wide (an error of about one spacing
@@ -1608,9 +1652,25 @@ def _staggered_queue(start: float, spacing: float, p: int, law: Law, message_s: 
     The port's queue is a max over the arrivals' ranks j of (j-th arrival +
     (k - j) messages), and the j-th arrival interpolates the mixture's
     quantiles on a grid: piecewise linear in j, so its max over j lies at a
-    rank next to a grid point, and only those ranks are evaluated."""
-    a, s = start, spacing
+    rank next to a grid point, and only those ranks are evaluated.
+
+    ``start`` may be one per learner of a node (:func:`_node_waits`): the
+    learners in equal shares at each; where they start together (spacing
+    0) each share's arrivals are walked as such, and where they are spread
+    their mean stands for them (a node's learners queue for its links
+    only where its gap between them is shorter than their stages)."""
+    starts = np.atleast_1d(np.asarray(start, dtype=float))
+    if spacing > 0 or np.ptp(starts) == 0:
+        a, starts = float(starts.mean()), None
+    else:
+        a = float(starts.min())
+    s = spacing
     if law.is_constant:
+        if starts is not None:
+            # each share's learners arrive together, a step after their start
+            arrive = np.sort(np.repeat(starts, -(-p // len(starts)))[:p] + law.mean)[:k]
+            return float(arrive[-1] if message_s == 0 else
+                         _fifo_done(arrive, np.full(k, message_s)))
         # arrivals in order: j-th (from 0) at a + (j + 1) s + step
         first, last = a + s + law.mean, a + k * s + law.mean
         if message_s == 0:
@@ -1618,11 +1678,19 @@ def _staggered_queue(start: float, spacing: float, p: int, law: Law, message_s: 
         return max(first + k * message_s, last + message_s)
     lo_q, hi_q = law.ppf(1e-9), law.ppf(top_quantile(p))
     # the mixture's cdf on a grid spanning every learner's arrivals
-    grid = np.linspace(a + s / 2 + lo_q, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
-    if s == 0:
-        mixture = np.asarray(law.cdf(grid - a - s), dtype=float)
+    if starts is not None:
+        grid = np.linspace(a + lo_q, starts.max() + hi_q, STAGGER_GRID)
+        cdfs = np.asarray(law.cdf(grid[None, :] - starts[:, None]), dtype=float)
+        mixture = cdfs.mean(axis=0)
+        # P(max <= x) = the product over the shares of F(x - start)^(p / shares)
+        below = np.exp(p / len(starts) * np.log(np.clip(cdfs, 1e-300, 1.0)).sum(axis=0))
+        e_max = float(grid[0] + np.trapezoid(1.0 - below, grid))
+    elif s == 0:
+        grid = np.linspace(a + lo_q, a + hi_q, STAGGER_GRID)
+        mixture = np.asarray(law.cdf(grid - a), dtype=float)
         e_max = a + law.expected_max(p)
     else:
+        grid = np.linspace(a + s / 2 + lo_q, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
         top, bottom = grid - a - s / 2, grid - a - (p + 0.5) * s
         mixture = (law.partial_expectation(top) - law.partial_expectation(bottom)) / (p * s)
         e_max = _staggered_max(a, s, p, law, lo_q, hi_q)

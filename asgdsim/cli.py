@@ -221,7 +221,8 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
 
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     # refuse before spending the simulation
-    check_writable(out, args.overwrite, files=RUN_FILES if events else COMPARE_FILES)
+    check_writable(out, args.overwrite, files=RUN_FILES if events else COMPARE_FILES,
+                   reads=(args.scenario,))
     budget.check(scenario, args.scenario, args.max_events, args.max_memory)
     timeline = None
     if _tracing(args):

@@ -41,12 +41,21 @@ TRACE_FILE = "trace.json"
 DERIVED_FILES = (TRACE_FILE, "report.html", "replay.csv", "figures/replay.png")
 
 
-def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = ()) -> None:
+def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = (),
+                   reads: tuple[str | Path, ...] = ()) -> None:
     """Refuse, before any work, an output folder that could not be written:
     one that is a file, under a file, in a folder that is not writable, or
     that holds files (unless ``overwrite``), or where one of the ``files``
-    the command writes is a folder."""
+    the command writes is a folder, or is a file it ``reads`` (the user's
+    scenario, which no --overwrite may replace)."""
     out = Path(out)
+    for name in files:
+        for read in reads:
+            if (out / name).is_file() and Path(read).is_file() \
+                    and os.path.samefile(out / name, read):
+                raise OutputExists(
+                    f"{out / name} is the file this command reads, and the run writes its own "
+                    f"{name} there; choose another folder with --out")
     if out.is_symlink() and not out.exists():
         raise OutputExists(f"{out} is a link to {os.readlink(out)}, which does not exist")
     if out.exists() and not out.is_dir():

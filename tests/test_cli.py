@@ -79,6 +79,22 @@ def test_existing_output_is_not_overwritten_without_asking(tmp_path, capsys):
     assert keep.read_text() == "mine" and (out / "summary.json").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_the_scenario_read_is_never_overwritten_even_when_asked(tmp_path, capsys, command):
+    """A scenario kept as scenario.yaml in the folder its run goes to would
+    be replaced by the run's resolved copy (comments and all) under
+    --overwrite, whose message promises that only the run's files change."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    mine = folder / "scenario.yaml"
+    small(tmp_path).rename(mine)
+    text = mine.read_text()
+    assert main([command, str(mine), "--out", str(folder), "--overwrite", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "scenario.yaml is the file this command reads" in err and "--out" in err
+    assert mine.read_text() == text and not (folder / "summary.json").exists()
+
+
 def test_set_and_seed_override_the_file(tmp_path):
     out = tmp_path / "run"
     assert main(["run", str(small(tmp_path)), "--out", str(out), "--seed", "9",

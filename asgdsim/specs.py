@@ -298,6 +298,17 @@ StepLawSpec = Annotated[
 
 
 class JitterSpec(LawSpec):
-    """A multiplicative noise law on a modelled step time: mean 1 by default."""
+    """A multiplicative noise law on a modelled step time, of mean 1: it
+    spreads the step the kernel model prices, never scales it."""
 
     mean: Annotated[float, NOT_BOOL, Field(gt=0, allow_inf_nan=False)] = 1.0
+
+    @field_validator("mean")
+    @classmethod
+    def _one(cls, mean: float) -> float:
+        if mean != 1.0:
+            raise ValueError(
+                f"a jitter multiplies each modelled step and has mean 1, got {mean:g}; leave "
+                "mean out, and slow the steps with faults.slow_learners (or give "
+                "timing.compute a law of its own mean)")
+        return mean

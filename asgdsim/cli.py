@@ -8,6 +8,7 @@ error. argparse already answers bad arguments with status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -96,7 +97,31 @@ def _load(args: argparse.Namespace):
     overrides = _overrides(args.set)
     if getattr(args, "seed", None) is not None:
         overrides["seed"] = args.seed
-    return load_scenario(args.scenario, overrides)
+    with _blaming_set(args):
+        return load_scenario(args.scenario, overrides)
+
+
+@contextlib.contextmanager
+def _blaming_set(args: argparse.Namespace):
+    """A problem at a key the command line set is said to come from there,
+    not from the file, which may hold a good value."""
+    try:
+        yield
+    except ScenarioError as exc:
+        given = {key.strip(): f"--set {key.strip()}={text}"
+                 for key, _, text in (pair.partition("=") for pair in args.set or ())}
+        if getattr(args, "seed", None) is not None:
+            given["seed"] = f"--seed {args.seed}"
+        if not given:
+            raise
+
+        def blamed(key: str, what: str) -> str:
+            for setting, flag in given.items():
+                if key == setting or key.startswith(setting + "."):
+                    return f"{what} (from {flag})"
+            return what
+        raise ScenarioError(exc.source, [(key, blamed(key, what) if key else what)
+                                         for key, what in exc.problems]) from None
 
 
 def _cell(value: float, fmt: str, width: int) -> str:
@@ -443,7 +468,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .scenario import load_scenario
 
     overrides = _with_knob(args.scenario, _overrides(args.set))
-    scenario = load_scenario(args.scenario, overrides)
+    with _blaming_set(args):
+        scenario = load_scenario(args.scenario, overrides)
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-plan"
     check_writable(out, args.overwrite, files=("plan.csv", "plan.png"))
     if args.confirm:

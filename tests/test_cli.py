@@ -95,6 +95,19 @@ def test_the_scenario_read_is_never_overwritten_even_when_asked(tmp_path, capsys
     assert mine.read_text() == text and not (folder / "summary.json").exists()
 
 
+def test_a_bad_value_from_set_is_said_to_come_from_set(tmp_path, capsys):
+    """The file holds a good sub_batch; the bad one is the command line's."""
+    path = small(tmp_path)
+    assert main(["predict", str(path), "--set", "workload.sub_batch=abc"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: workload.sub_batch: expected a valid integer" in err
+    assert "(from --set workload.sub_batch=abc)" in err
+    # a problem of the file's own is not blamed on a --set of another key
+    bad = small(tmp_path, **{"workload.sub_batch": "many"})
+    assert main(["predict", str(bad), "--set", "stop.gradients=100"]) == 2
+    assert "--set" not in capsys.readouterr().err
+
+
 def test_set_and_seed_override_the_file(tmp_path):
     out = tmp_path / "run"
     assert main(["run", str(small(tmp_path)), "--out", str(out), "--seed", "9",

@@ -62,7 +62,10 @@ STALENESS_ABSOLUTE = 0.1
 Z = 3.0
 #: most gradients one random scenario may simulate (keeps the suite fast)
 MAX_GRADIENTS = 12_000
-MAX_LEARNERS = 256
+#: most learners one random scenario may have: past the 256 the closed form
+#: walks one by one (analytic.MAX_SKELETON_LEARNERS), so its large-cluster
+#: forms are checked too (a 64-node draw of 16-GPU nodes is 1,024)
+MAX_LEARNERS = 1024
 
 LAWS = ("deterministic", "exponential", "shifted-exponential", "uniform", "gamma", "lognormal")
 SUB_BATCHES = (4, 8, 16, 32, 64, 128, 256)

@@ -18,7 +18,7 @@ import pytest
 
 from asgdsim import simulate
 from asgdsim.agreement import check, draw, random_scenario, report, run_suite
-from asgdsim.analytic import predict
+from asgdsim.analytic import MAX_SKELETON_LEARNERS, predict
 from asgdsim.costs import costs_of
 from asgdsim.scenario import scenario_from_dict
 
@@ -38,6 +38,9 @@ def test_random_scenarios_span_every_axis():
     assert {d["workload"].get("input", "real") for d in data} == {"real", "cached", "synthetic"}
     assert any(d["timing"].get("jitter") == "none" for d in data)
     assert any("machine" in d["cluster"] for d in data) and any("gpu" in d["cluster"] for d in data)
+    # clusters past the learners the closed form walks one by one, whose
+    # rounds it then forms otherwise
+    assert any(scenario_from_dict(d).cluster.learners > MAX_SKELETON_LEARNERS for d in data)
     steps = [d for d in data if "epochs" in d["stop"]]
     assert steps and {"gradients", "updates"} <= {k for d in data for k in d["stop"]}
     # every draw is a valid scenario, and the same seed draws the same ones

@@ -622,7 +622,8 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
                                           f"got {type(data).__name__}")])
     data.setdefault("name", path.stem)
     resolve_paths(data, path.parent)
-    scenario = scenario_from_dict(data, overrides, source=source)
+    scenario = scenario_from_dict(data, overrides, source=source,
+                                  resolved=text.startswith(RESOLVED_HEADER))
     _check_kernel_table(scenario, source)
     return scenario
 
@@ -663,8 +664,10 @@ def resolve_paths(data: dict, folder: Path) -> None:
 
 
 def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
-                       source: str = "<scenario>") -> Scenario:
-    """Validate a scenario given as a mapping (the parsed YAML)."""
+                       source: str = "<scenario>", resolved: bool = False) -> Scenario:
+    """Validate a scenario given as a mapping (the parsed YAML); ``resolved``:
+    one asgdsim wrote (a Scenario's dump, a resolved file), whose plain
+    numbers are base units however small (units.parse_quantity)."""
     # a broken user catalog is reported at its own file and key, not at the
     # scenario key that happens to name one of its entries
     catalog.check()
@@ -673,7 +676,7 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         # a file's name defaults to its stem; a mapping's to this
         data = {"name": "scenario", **data}
     try:
-        return Scenario.model_validate(data)
+        return Scenario.model_validate(data, context={"resolved": resolved})
     except ValidationError as exc:
         problems = [_describe(error, data) for error in exc.errors()]
         cluster = data.get("cluster") if isinstance(data, dict) else None
@@ -840,13 +843,17 @@ def _types_of(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+#: the first line of a scenario asgdsim resolved (a run's scenario.yaml)
+RESOLVED_HEADER = "# Resolved by asgdsim: every default and catalog entry filled in."
+
+
 def resolved_yaml(scenario: Scenario) -> str:
     """The scenario with every default and catalog entry filled in, as YAML.
 
     Quantities are written as plain numbers in SI base units, which
     ``load_scenario`` reads back to the same scenario.
     """
-    header = ("# Resolved by asgdsim: every default and catalog entry filled in.\n"
+    header = (RESOLVED_HEADER + "\n"
               "# Quantities are in SI base units (s, B, B/s, FLOP, FLOP/s).\n")
     data = scenario.model_dump(mode="json", exclude_none=True, by_alias=True)
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -176,7 +176,8 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     # a scenario changed with model_copy(update=...) was never checked: check it
     # (a negative sub-batch ran, and counted negative samples)
     scenario = scenario_from_dict(scenario.model_dump(mode="json", exclude_none=True,
-                                                      by_alias=True), source=scenario.name)
+                                                      by_alias=True), source=scenario.name,
+                                  resolved=True)
     for name, limit in (("max_events", max_events), ("max_memory", max_memory)):
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
             raise ValueError(f"{name}: expected a positive number (math.inf for no limit), "

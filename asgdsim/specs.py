@@ -26,7 +26,10 @@ __all__ = ["Bytes", "BytesPerSecond", "Count", "Flop", "FlopPerSecond", "GpuSpec
 
 
 def _quantity(dimension: str):
-    return BeforeValidator(lambda v: parse_quantity(v, dimension))
+    # a scenario asgdsim resolved (validated with context {"resolved": True})
+    # holds plain base units, however small
+    return BeforeValidator(lambda v, info: parse_quantity(
+        v, dimension, resolved=bool((info.context or {}).get("resolved"))))
 
 
 def _not_bool(value: Any) -> Any:

@@ -6,7 +6,9 @@ bytes per second, FLOP per second). This module is the only place that knows
 unit names. A plain number is taken as already being in the base unit,
 but for a rate below what any link or GPU runs at (a megabyte or a
 megaFLOP a second), which is a unit left out ("bandwidth: 10" meaning
-10 GB/s, not 10 bytes a second): refused, naming the units to write.
+10 GB/s, not 10 bytes a second): refused, naming the units to write,
+unless asgdsim wrote it (a resolved scenario, whose numbers are all base
+units, and may be a test's bytes a second).
 
 Decimal prefixes are powers of 1000 and binary ones (Ki, Mi, Gi) powers of
 1024; a lower-case ``b`` is a bit, an upper-case ``B`` a byte, so "56 Gb/s"
@@ -68,8 +70,9 @@ class UnitError(ValueError):
     """A quantity that is not a number with a unit of the expected kind."""
 
 
-def parse_quantity(value: object, dimension: str) -> float:
-    """Return ``value`` in the SI base unit of ``dimension``.
+def parse_quantity(value: object, dimension: str, resolved: bool = False) -> float:
+    """Return ``value`` in the SI base unit of ``dimension``; ``resolved``:
+    a number asgdsim wrote (a resolved scenario), taken as it is.
 
     >>> parse_quantity("120 ms", "time")
     0.12
@@ -80,7 +83,7 @@ def parse_quantity(value: object, dimension: str) -> float:
     if isinstance(value, bool):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     if isinstance(value, (int, float)):
-        return _plain(float(value), value, dimension)
+        return float(value) if resolved else _plain(float(value), value, dimension)
     if not isinstance(value, str):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     match = _NUMBER_UNIT.match(value)

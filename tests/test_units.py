@@ -69,3 +69,27 @@ def test_a_rate_without_its_unit_below_any_real_device_is_refused(value, dimensi
 ])
 def test_a_plain_number_at_a_real_rate_or_with_its_unit_is_taken(value, dimension, expected):
     assert parse_quantity(value, dimension) == expected
+
+
+def test_a_scenario_asgdsim_resolved_reads_back_however_slow_its_rates(tmp_path):
+    """A resolved scenario writes every quantity as a plain base-unit number:
+    a test's link of 500 B/s comes back 500.0, which is no unit left out.
+    A user's file with the same plain number is refused."""
+    from asgdsim import load_scenario, simulate
+    from asgdsim.errors import ScenarioError
+    from asgdsim.scenario import resolved_yaml, scenario_from_dict
+
+    data = {"name": "slow", "workload": {"model": "resnet50", "dataset_samples": 1000,
+                                         "sub_batch": 8},
+            "cluster": {"gpu": "V100", "nodes": 2, "gpus_per_node": 1,
+                        "network": {"name": "slow", "bandwidth": "500 B/s", "latency": 0}},
+            "algorithm": {"kind": "async"}, "stop": {"gradients": 4}}
+    sc = scenario_from_dict(data)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(resolved_yaml(sc))
+    again = load_scenario(path)
+    assert again.cluster.network.bandwidth == 500.0 and again == sc
+    assert simulate(sc).summary["gradients"] == 4        # its re-check of the dump
+    path.write_text(path.read_text().split("\n", 1)[1])  # no longer asgdsim's header
+    with pytest.raises(ScenarioError, match="cluster.network.bandwidth: 500.0 has no unit"):
+        load_scenario(path)

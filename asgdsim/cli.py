@@ -433,11 +433,12 @@ def _with_knob(path: str, overrides: dict) -> dict:
     and the overrides leave it out: the plan searches it, so the scenario
     need not give one."""
     from . import safeyaml
+    from .inputs import read_text
     from .algorithms import KINDS
     from .scenario import apply_overrides
 
     try:
-        raw = safeyaml.load(Path(path).read_text(encoding="utf-8"))
+        raw = safeyaml.load(read_text(path, safeyaml.MAX_BYTES))
         algorithm = apply_overrides(raw, overrides, path).get("algorithm")
     except Exception:          # noqa: BLE001 (loading the scenario says what is wrong)
         return overrides

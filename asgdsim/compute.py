@@ -171,7 +171,10 @@ def read_user_table(path: str) -> pd.DataFrame:
     """A kernel table in the package's format; ValueError says what is wrong."""
     import pandas as pd
 
+    from .inputs import MAX_TABLE_BYTES, check_file
+
     try:
+        check_file(path, MAX_TABLE_BYTES)      # not a device, a pipe, or gigabytes
         table = pd.read_csv(path)
     except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -30,6 +30,8 @@ from functools import cache
 
 import numpy as np
 
+from .inputs import MAX_TABLE_BYTES, check_file
+
 __all__ = ["read_steps", "Fit", "fit_laws", "qq_figure"]
 
 #: fewer steps than this say too little about a law's shape to fit or replay
@@ -41,6 +43,7 @@ def read_steps(path: str) -> np.ndarray:
     ValueError names the file, the column and the line of what is wrong."""
     try:
         stat = os.stat(path)
+        check_file(path, MAX_TABLE_BYTES)      # not a device, a pipe, or gigabytes
     except OSError as exc:
         raise ValueError(f"cannot read step times {path} ({exc.strerror or exc})") from None
     return _read(path, stat.st_mtime_ns, stat.st_size).copy()

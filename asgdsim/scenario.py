@@ -30,6 +30,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Fie
 from . import catalog, safeyaml
 from .algorithms import Algorithm
 from .errors import ScenarioError
+from .inputs import read_text
 from .groups import NODE_KEYS, REPLACED, Group, fold_groups
 from .memory import Footprint, footprint
 from .precision import Layout, Precision, activation_bytes
@@ -604,11 +605,12 @@ def load_scenario(path: str | Path, overrides: dict[str, Any] | None = None) -> 
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, safeyaml.MAX_BYTES)
     except FileNotFoundError:
         raise ScenarioError(source, [("", "no such file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(source, [("", f"cannot be read ({exc})")]) from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ScenarioError(source, [("", f"cannot be read ({reason})")]) from None
     try:
         data = safeyaml.load(text)
     except safeyaml.YamlProblem as exc:

@@ -34,6 +34,7 @@ import pandas as pd
 from . import budget, safeyaml
 from .atomic import atomic_text, atomic_write
 from .errors import ScenarioError
+from .inputs import read_text
 from .scenario import apply_overrides, load_scenario, resolve_paths, scenario_from_dict
 from .simulation import simulate
 
@@ -149,7 +150,7 @@ def raw_scenario(scenario: str | Path, overrides: dict[str, Any] | None = None
     """The scenario file as written (overrides apply to it as --set does),
     refused with its own message where it is wrong, ``overrides`` applied."""
     load_scenario(scenario, overrides)
-    data = safeyaml.load(Path(scenario).read_text(encoding="utf-8"))
+    data = safeyaml.load(read_text(scenario, safeyaml.MAX_BYTES))
     data.setdefault("name", Path(scenario).stem)
     resolve_paths(data, Path(scenario).parent)     # as load_scenario finds them
     return data, str(scenario)

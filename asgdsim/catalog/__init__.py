@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import safeyaml
 from ..errors import ScenarioError
+from ..inputs import read_text
 
 __all__ = ["KINDS", "USER_CATALOG", "CatalogError", "CatalogFileError", "check", "entries", "fingerprint", "lookup", "names",
            "reload", "variability"]
@@ -95,7 +96,7 @@ def _user_file(path: str) -> dict:
     """The user's file at ``path``, its shape checked (entries are checked by :func:`check`)."""
     where = f"{USER_CATALOG} file {path}"
     try:
-        data = safeyaml.load(Path(path).read_text(encoding="utf-8"))
+        data = safeyaml.load(read_text(path, safeyaml.MAX_BYTES))
     except safeyaml.YamlProblem as exc:
         raise CatalogFileError(where, [(exc.key, str(exc))]) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -49,6 +49,12 @@ BytesPerSecond = Annotated[float, _quantity("bandwidth"), Field(gt=0, allow_inf_
 FlopPerSecond = Annotated[float, _quantity("flop_rate"), Field(gt=0, allow_inf_nan=False)]
 Flop = Annotated[float, _quantity("flops"), Field(gt=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(gt=0, strict=True)]
+#: steps between two exchanges (local SGD's period, Downpour's n_fetch and
+#: n_push) or parts of a thing (shards, a block's convolutions): bounded,
+#: as each is walked or held one by one (a period of 10^8 took 9 GB)
+MAX_STEPS_BETWEEN, MAX_PARTS = 1_000, 4_096
+StepsBetween = Annotated[int, Field(gt=0, le=MAX_STEPS_BETWEEN, strict=True)]
+Parts = Annotated[int, Field(gt=0, le=MAX_PARTS, strict=True)]
 
 
 class _Spec(BaseModel):
@@ -138,7 +144,7 @@ class GpuSpec(_Spec):
 class VggFamily(_Spec):
     """The VGG-like networks of Oyama et al., written compactly."""
 
-    convs_per_block: tuple[Count, ...]
+    convs_per_block: tuple[Parts, ...]
     channels: tuple[Count, ...]
     pool_stride: Count = 2
     fc: tuple[Count, ...] = (4096, 4096)

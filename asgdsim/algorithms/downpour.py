@@ -11,15 +11,15 @@ from __future__ import annotations
 from functools import partial
 from typing import Literal
 
-from ..specs import Count
+from ..specs import StepsBetween
 from .kind import Kind
 from .server import ASYNC, Shards, draw_shards, loop, wire
 
 
 class Spec(Shards):
     kind: Literal["downpour"]
-    n_fetch: Count = 1
-    n_push: Count = 1
+    n_fetch: StepsBetween = 1
+    n_push: StepsBetween = 1
 
 
 def build(env, scenario, costs, weights, recorder, seed):

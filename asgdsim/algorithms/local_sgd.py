@@ -9,14 +9,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Literal
 
-from ..specs import Count, _Spec
+from ..specs import StepsBetween, _Spec
 from . import allreduce, server
 from .kind import Kind
 
 
 class Spec(_Spec):
     kind: Literal["local-sgd"]
-    period: Count
+    period: StepsBetween
     average: Literal["allreduce", "server"] = "allreduce"
 
 

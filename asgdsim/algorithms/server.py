@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..specs import Count, _Spec
+from ..specs import Parts, _Spec
 from ..structure import Loop, stages
 from .kind import Kind
 
@@ -31,7 +31,7 @@ class Shards(_Spec):
     may split them as whole tensors: its ``split``), on nodes of their own
     or on the learners' nodes."""
 
-    servers: Count = 1
+    servers: Parts = 1
     placement: Literal["dedicated", "colocated"] = "dedicated"
 
 

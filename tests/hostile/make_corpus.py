@@ -198,6 +198,13 @@ SCENARIOS = [
                          "timing.jitter": {"distribution": "lognormal", "mean": 2, "cv": 0.1}},
      "timing.jitter.mean"),
     ("timing-unknown-key", {"timing.speed": "fast"}, "timing.speed"),
+    # walked or held one by one: a period of 10^8 took 9 GB, 10^9 shards were killed at 12.5 GB
+    ("local-sgd-period-huge", {"algorithm": {"kind": "local-sgd", "period": 100_000_000}},
+     "algorithm.period"),
+    ("downpour-n-push-huge", {"algorithm": {"kind": "downpour", "n_push": 100_000_000}},
+     "algorithm.n_push"),
+    ("sync-servers-huge", {"algorithm": {"kind": "sync", "servers": 1_000_000_000}},
+     "algorithm.servers"),
     ("kernel-table-missing", _table("no-such-table.csv"), "timing.kernel_table"),
     ("kernel-table-text", _table("../tables/text-ms.csv"), "timing.kernel_table"),
     ("kernel-table-negative", _table("../tables/negative-ms.csv"), "timing.kernel_table"),

@@ -55,6 +55,8 @@ def _bounded(kind: type, low: float, high: float = math.inf, *, low_open: bool =
 
 
 POSITIVE_INT = _bounded(int, 1)
+#: the runs a sweep may hold (grid points times replications)
+MAX_SWEEP_POINTS = 100_000
 #: the planner ranks every (nodes, GPUs per node, sub-batch) up to this many
 #: GPUs with the closed form; beyond it the candidates alone take minutes
 MAX_PLAN_GPUS = 65_536
@@ -354,7 +356,15 @@ def _grid(pairs: list[str]) -> dict[str, list]:
         if any(not item.strip() for item in items):
             raise UsageError(f"--grid {pair!r}: an empty value; expected "
                              "KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
-        grid[key.strip()] = [_value(item) for item in items]
+        values = [_value(item) for item in items]
+        if len({json.dumps(v, sort_keys=True) for v in values}) < len(values):
+            # the same point twice is one point run twice: --replications says that
+            raise UsageError(f"--grid {pair!r}: a value given twice; give each once "
+                             "(--replications runs a point several times)")
+        grid[key.strip()] = values
+    if math.prod(len(values) for values in grid.values()) > MAX_SWEEP_POINTS:
+        raise UsageError(f"--grid: {math.prod(len(v) for v in grid.values()):,} points; "
+                         f"expected at most {MAX_SWEEP_POINTS:,}")
     return grid
 
 
@@ -391,9 +401,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     from .output import check_writable
     check_writable(Path(args.out), True)       # a folder it can write in (sweep keeps its own rules)
+    grid = _grid(args.grid)
+    if (points := math.prod(len(v) for v in grid.values()) * args.replications) > MAX_SWEEP_POINTS:
+        raise UsageError(f"--grid and --replications: {points:,} runs; expected at most "
+                         f"{MAX_SWEEP_POINTS:,} (each is a point to hold and a file to write)")
     bar = PointsBar("sweep") if shown(args.quiet) else None
     try:
-        results = sweep(args.scenario, _grid(args.grid), args.replications, out=args.out,
+        results = sweep(args.scenario, grid, args.replications, out=args.out,
                         workers=1 if args.workers is None else args.workers,
                         scheduler=args.scheduler, overwrite=args.overwrite,
                         progress=bar, overrides=_overrides(args.set),

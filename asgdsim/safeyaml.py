@@ -90,6 +90,11 @@ def _check_keys(node: Node, path: tuple[str, ...] = ()) -> None:
         for key_node, value_node in node.value:
             name = key_node.value if isinstance(key_node, ScalarNode) else None
             line = key_node.start_mark.line + 1
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                # a merge key's values give way to the mapping's own, without a word
+                raise YamlProblem("merge key << refused: asgdsim reads no YAML merges (write "
+                                  "each key once, where it is needed)",
+                                  key=".".join((*path, "<<")), line=line)
             if name is not None:
                 if name in seen:
                     raise YamlProblem(f"duplicate key {name!r} (first on line {seen[name]}); "

@@ -307,6 +307,9 @@ TEXTS = [
     ("alias-simple", "workload: &w {model: vgg16, dataset_samples: 100, sub_batch: 32}\n"
      "other: *w\n", "other"),
     ("merge-key", "base: &b {nodes: 2}\ncluster:\n  <<: *b\n", "cluster.<<"),
+    # without an alias: the merged 64 gave way to the 2 without a word
+    ("merge-key-inline", "cluster: {<<: {nodes: 64}, nodes: 2}\n", "cluster.<<"),
+    ("merge-key-list", "cluster: {<<: [{nodes: 64}, {rails: 2}], nodes: 2}\n", "cluster.<<"),
     ("nested-20000", "workload: " + "[" * 20000 + "]" * 20000 + "\n", "workload"),
     ("nested-maps-10000", "workload: " + "{a: " * 10000 + "1" + "}" * 10000 + "\n", "workload"),
     ("duplicate-nodes", "workload: {model: vgg16, dataset_samples: 100, sub_batch: 32}\n"

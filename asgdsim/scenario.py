@@ -487,6 +487,12 @@ class Scenario(_Spec):
             raise ValueError(f"expected a name that is one folder's: not empty, '.' or '..', "
                              f"without / or \\ (the default output folder is runs/<name>), "
                              f"got {name!r}")
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+            # a file system's names end at 255 bytes; the run's staging
+            # folder beside runs/<name> adds its own few
+            raise ValueError(f"expected a name of at most {MAX_NAME_BYTES} bytes (it names the "
+                             f"output folder runs/<name>), got {len(name.encode('utf-8')):,}; "
+                             "give a shorter name")
         return name
 
     @model_validator(mode="after")
@@ -844,6 +850,9 @@ def _types_of(annotation: Any) -> list[Any]:
         return [t for a in args for t in _types_of(a)]
     return [annotation]
 
+
+#: the longest scenario name (runs/<name>, its staging folder ".<name>.*.partial")
+MAX_NAME_BYTES = 200
 
 #: the first line of a scenario asgdsim resolved (a run's scenario.yaml)
 RESOLVED_HEADER = "# Resolved by asgdsim: every default and catalog entry filled in."

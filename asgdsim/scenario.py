@@ -719,6 +719,9 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
 
 def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
     """A copy of the raw scenario mapping with dotted-key overrides set."""
+    if not isinstance(overrides, dict):
+        raise TypeError(f"overrides: expected a mapping of dotted keys to values, such as "
+                        f"{{'workload.sub_batch': 64}}, got {type(overrides).__name__}")
     data = _deep_copy(data)
     for dotted, value in overrides.items():
         keys = str(dotted).split(".")

@@ -63,6 +63,12 @@ def test_overrides_are_refused_in_words(override, words):
         asgdsim.load_scenario(SCENARIO, overrides=override)
 
 
+def test_overrides_that_are_no_mapping_are_a_type_error_in_words():
+    # a list of pairs raised AttributeError: 'list' object has no attribute 'items'
+    with pytest.raises(TypeError, match="overrides: expected a mapping of dotted keys"):
+        asgdsim.load_scenario(SCENARIO, overrides=[("cluster.nodes", 3)])
+
+
 def test_results_show_as_one_line_each_in_a_notebook():
     # a notebook cell that ends in one shows its figures, not every row and
     # atom (IPython's pretty printer, as Jupyter's display uses); a

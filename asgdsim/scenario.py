@@ -108,7 +108,7 @@ class FatTree(_Spec):
 
     kind: Literal["fat-tree"]
     nodes_per_switch: Count
-    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)] = 1.0
+    oversubscription: Annotated[float, NOT_BOOL, Field(ge=1, le=1e6, allow_inf_nan=False)] = 1.0
 
     @field_validator("oversubscription", mode="before")
     @classmethod
@@ -371,7 +371,7 @@ class Stragglers(_Spec):
     """Each step, independently with ``probability``, takes ``slowdown`` times as long."""
 
     probability: Annotated[float, NOT_BOOL, Field(gt=0, le=1, allow_inf_nan=False)]
-    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)]
+    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, le=1e6, allow_inf_nan=False)]
 
 
 class SlowLearners(_Spec):
@@ -380,7 +380,7 @@ class SlowLearners(_Spec):
     their own, ``cluster.groups``)."""
 
     learners: Annotated[list[Annotated[int, Field(ge=0, strict=True)]], Field(min_length=1)]
-    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, allow_inf_nan=False)]
+    slowdown: Annotated[float, NOT_BOOL, Field(ge=1, le=1e6, allow_inf_nan=False)]
 
     @field_validator("learners")
     @classmethod

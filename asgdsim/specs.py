@@ -55,6 +55,8 @@ Count = Annotated[int, Field(gt=0, strict=True)]
 MAX_STEPS_BETWEEN, MAX_PARTS = 1_000, 4_096
 StepsBetween = Annotated[int, Field(gt=0, le=MAX_STEPS_BETWEEN, strict=True)]
 Parts = Annotated[int, Field(gt=0, le=MAX_PARTS, strict=True)]
+#: an input's channels or side: at most a million (a side of 10^200 overflowed)
+Extent = Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
 
 
 class _Spec(BaseModel):
@@ -164,9 +166,9 @@ class ModelSpec(_Spec):
     network at once)."""
 
     name: str
-    input_shape: tuple[Count, Count, Count] = (3, 224, 224)
+    input_shape: tuple[Extent, Extent, Extent] = (3, 224, 224)
     layers: tuple[dict, ...] | None = None
-    parameters: Count | None = None
+    parameters: Annotated[int, Field(gt=0, le=10**15, strict=True)] | None = None
     forward_flops: Flop | None = None
     source: str = "inline"
 
@@ -238,6 +240,9 @@ LAWS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
+#: the widest lognormal law a step may take (cv about 2,980: a draw in a
+#: million is then 10^8 means)
+MAX_LOGNORMAL_SIGMA = 4.0
 #: the widest gamma law a step may take (shape 0.04; at cv 10 one draw in 1,400 is 0 s)
 MAX_GAMMA_CV = 5.0
 
@@ -270,6 +275,12 @@ class LawSpec(_Spec):
             raise ValueError(f"{self.distribution} needs exactly one of cv or shape besides mean")
         if self.distribution in ("gamma", "lognormal") and self.cv == 0:
             raise ValueError(f"{self.distribution} needs cv > 0 (use deterministic for cv 0)")
+        if self.distribution == "lognormal" and (
+                self.shape if self.shape is not None else math.sqrt(math.log1p(self.cv**2))) \
+                > MAX_LOGNORMAL_SIGMA:
+            # its variance is e^(sigma^2): sigma 1000 overflowed
+            raise ValueError(f"lognormal shape (sigma) must be at most {MAX_LOGNORMAL_SIGMA:g} "
+                             f"(cv {math.sqrt(math.expm1(MAX_LOGNORMAL_SIGMA**2)):,.0f})")
         if self.shift is not None and self.shift >= self.mean:
             raise ValueError("shift must be smaller than mean")
         if self.distribution == "gamma" and (self.cv or 0) > MAX_GAMMA_CV or \

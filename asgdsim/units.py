@@ -17,6 +17,7 @@ is 7e9 bytes per second.
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["UnitError", "parse_quantity", "DIMENSIONS"]
@@ -62,6 +63,13 @@ _KNOWN = {"time": "ns, us (or \u00b5s), ms, s (sec, second), min (minute), h (ho
 
 #: the least rate a plain number (no unit) may give: below it, a unit was left out
 _PLAIN_FLOOR = {"bandwidth": 1e6, "flop_rate": 1e6}
+#: the range of any quantity besides 0, in base units: wide beyond any
+#: hardware or run (a picosecond to a thousand years, a byte a second to
+#: 10^30), narrow enough that the arithmetic on it stays finite (a step of
+#: 1e200 s overflowed its law's variance; one of 5e-324 s divided by 0)
+RANGE = {"time": (1e-12, 3.2e10), "bytes": (1.0, 1e21), "bandwidth": (1.0, 1e30),
+         "flop_rate": (1.0, 1e30), "flops": (1.0, 1e27)}
+_BASE = {"time": "s", "bytes": "B", "bandwidth": "B/s", "flop_rate": "FLOP/s", "flops": "FLOP"}
 
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\s\d].*?)?\s*$")
 
@@ -79,11 +87,27 @@ def parse_quantity(value: object, dimension: str, resolved: bool = False) -> flo
     >>> parse_quantity("56 Gb/s", "bandwidth")
     7000000000.0
     """
+    return _in_range(_parse(value, dimension, resolved), value, dimension)
+
+
+def _in_range(number: float, value: object, dimension: str) -> float:
+    low, high = RANGE[dimension]
+    if number != 0 and math.isfinite(number) and not low <= abs(number) <= high:
+        raise UnitError(f"{value!r} is {number:g} {_BASE[dimension]}, outside what asgdsim "
+                        f"computes with: {low:g} to {high:g} {_BASE[dimension]}")
+    return number
+
+
+def _parse(value: object, dimension: str, resolved: bool) -> float:
     units = DIMENSIONS[dimension]
     if isinstance(value, bool):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     if isinstance(value, (int, float)):
-        return float(value) if resolved else _plain(float(value), value, dimension)
+        try:
+            number = float(value)
+        except OverflowError:       # an integer of hundreds of digits
+            raise UnitError(f"a number of {len(str(value)):,} digits is too large") from None
+        return number if resolved else _plain(number, value, dimension)
     if not isinstance(value, str):
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     match = _NUMBER_UNIT.match(value)

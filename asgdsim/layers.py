@@ -69,13 +69,29 @@ class Layer:
         return (weights, self.params - weights) if self.params > weights else (weights,)
 
 
-def _pair(value: Any, what: str) -> tuple[int, int]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+def _pair(value: Any, what: str, least: int = 0) -> tuple[int, int]:
+    """An integer or a pair of them, each at least ``least`` (a kernel's
+    side 1: a kernel of 0 is a convolution without weights)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
         return value, value
     if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= least for v in value)):
         return int(value[0]), int(value[1])
-    raise LayerError(f"{what} must be a non-negative integer or a pair of them, got {value!r}")
+    kind = "non-negative" if least == 0 else "positive" if least == 1 else f"at least {least}"
+    raise LayerError(f"{what} must be a {kind} integer or a pair of them, got {value!r}")
+
+
+def _flag(spec: dict, key: str, default: bool) -> bool:
+    """A yes-or-no key: true or false, not a word ('no' is a true string)."""
+    value = spec.get(key, default)
+    if not isinstance(value, bool):
+        raise LayerError(f"{key} must be true or false, got {value!r}")
+    return value
+
+
+#: the activations a layer may name: each is one pass over its tensor, priced alike
+ACTIVATIONS = ("relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "hardswish",
+               "mish", "sigmoid", "tanh", "softplus")
 
 
 def _positive(value: Any, what: str) -> int:
@@ -134,7 +150,7 @@ class _Compiler:
     def _conv(self, s: dict, x: Shape, name: str, where: str) -> Shape:
         c, h, w = x
         k = _positive(s["conv"], "conv (output channels)")
-        kh, kw = _pair(s.get("kernel", 1), "kernel")
+        kh, kw = _pair(s.get("kernel", 1), "kernel", least=1)
         sh = _positive(s.get("stride", 1), "stride")
         ph, pw = _pair(s.get("pad", 0), "pad")
         g = _positive(s.get("groups", 1), "groups")
@@ -142,7 +158,7 @@ class _Compiler:
             raise LayerError(f"groups {g} must divide input channels {c} and output channels {k}")
         ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sh + 1
         weights = k * (c // g) * kh * kw
-        params = weights + (k if s.get("bias", True) else 0)
+        params = weights + (k if _flag(s, "bias", True) else 0)
         return self.add(name, "conv", x, (k, ho, wo), params, 2.0 * weights * ho * wo,
                         kernel=(kh, kw), stride=sh, pad=(ph, pw), groups=g)
 
@@ -150,15 +166,15 @@ class _Compiler:
         c, h, w = x
         if s["pool"] not in ("max", "avg"):
             raise LayerError(f"pool must be max or avg, got {s['pool']!r}")
-        if s.get("global", False):
+        if _flag(s, "global", False):
             return self.add(name, "pool", x, (c, 1, 1), 0, c * h * w, kernel=(h, w), stride=h)
-        kh, kw = _pair(s.get("kernel", 2), "kernel")
+        kh, kw = _pair(s.get("kernel", 2), "kernel", least=1)
         sh = _positive(s.get("stride", kh), "stride")
         ph, pw = _pair(s.get("pad", 0), "pad")
-        rounding = math.ceil if s.get("ceil", False) else math.floor
+        rounding = math.ceil if _flag(s, "ceil", False) else math.floor
         ho = rounding((h + 2 * ph - kh) / sh) + 1
         wo = rounding((w + 2 * pw - kw) / sh) + 1
-        if s.get("ceil", False):
+        if _flag(s, "ceil", False):
             # a window that would start in the padding is dropped (Caffe, PyTorch)
             ho -= (ho - 1) * sh >= h + ph
             wo -= (wo - 1) * sh >= w + pw
@@ -167,7 +183,7 @@ class _Compiler:
 
     def _fc(self, s: dict, x: Shape, name: str, where: str) -> Shape:
         n_in, n_out = math.prod(x), _positive(s["fc"], "fc (outputs)")
-        params = n_in * n_out + (n_out if s.get("bias", True) else 0)
+        params = n_in * n_out + (n_out if _flag(s, "bias", True) else 0)
         return self.add(name, "fc", x, (n_out, 1, 1), params, 2.0 * n_in * n_out)
 
     def _norm(self, s: dict, x: Shape, name: str, where: str) -> Shape:
@@ -178,9 +194,14 @@ class _Compiler:
         raise LayerError(f"norm must be batch or lrn, got {s['norm']!r}")
 
     def _act(self, s: dict, x: Shape, name: str, where: str) -> Shape:
+        if s["act"] not in ACTIVATIONS:
+            raise LayerError(f"act must be one of {', '.join(ACTIVATIONS)}, got {s['act']!r}")
         return self.add(name, "act", x, x, 0, float(math.prod(x)))
 
     def _dropout(self, s: dict, x: Shape, name: str, where: str) -> Shape:
+        rate = s["dropout"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+            raise LayerError(f"dropout must be a rate from 0 up to (not including) 1, got {rate!r}")
         return self.add(name, "dropout", x, x, 0, float(math.prod(x)))
 
     def _concat(self, s: dict, x: Shape, name: str, where: str) -> Shape:

@@ -813,6 +813,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         gradients = pd.read_parquet(events, columns=columns)
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"{events}: cannot read the gradients ({exc})") from None
+    from .replay import table_problems
+    if problems := table_problems(gradients):
+        raise UsageError(f"{events}: {'; '.join(problems)}; expected the gradients table a run "
+                         "writes")
     kind = _run_kind(run_dir)
     if kind == "local-sgd":
         # its learners step on their own copies and average weights: no

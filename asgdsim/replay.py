@@ -154,6 +154,36 @@ class _Track:
             self.rows.append((self.update, self.seen, *self.model.evaluate(self.w, self.data)))
 
 
+#: the most samples a replay streams (ten epochs of ImageNet are 1.3e7; a
+#: gradients table of a billion samples a row is no run's)
+MAX_REPLAY_SAMPLES = 10**9
+
+
+def table_problems(gradients: pd.DataFrame) -> list[str]:
+    """What makes a gradients table (its columns version_read,
+    version_applied, staleness, samples, t_end) one no run wrote: each
+    problem naming its column, none where it is a run's."""
+    import pandas as pd
+
+    problems = [f"column {c} holds {gradients[c].dtype}, not whole numbers"
+                for c in ("version_read", "version_applied", "staleness", "samples")
+                if not pd.api.types.is_integer_dtype(gradients[c])]
+    if not pd.api.types.is_numeric_dtype(gradients["t_end"]):
+        problems.append(f"column t_end holds {gradients['t_end'].dtype}, not times")
+    if problems:
+        return problems
+    applied = gradients[gradients["version_applied"] >= 1]
+    if (gradients["samples"] < 1).any():
+        problems.append("column samples holds a gradient of no samples")
+    if (gradients[["version_read", "staleness"]] < 0).any().any():
+        problems.append("columns version_read and staleness hold a negative number")
+    if (applied["version_read"] >= applied["version_applied"]).any():
+        problems.append("a gradient's version_read is not below its version_applied")
+    if int(applied["samples"].clip(lower=0).sum()) > MAX_REPLAY_SAMPLES:
+        problems.append(f"column samples sums to more than {MAX_REPLAY_SAMPLES:,} applied")
+    return problems
+
+
 def replay(gradients: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
     """The loss and accuracy of the run's schedule and of synchronous SGD at
     its mean mini-batch, against samples seen (``replay.csv``'s rows)."""

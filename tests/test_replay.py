@@ -115,3 +115,26 @@ def test_what_cannot_be_replayed_is_refused_by_name(tmp_path, capsys):
     assert main(["replay", str(empty)]) == 2
     assert "applied no gradients" in capsys.readouterr().err
     assert replay(res.gradients.iloc[:0], ReplayOptions()).empty
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda g: g.assign(version_read=g["version_applied"] + 1),
+     "version_read is not below its version_applied"),
+    (lambda g: g.assign(samples=0), "a gradient of no samples"),
+    (lambda g: g.assign(samples=-8), "a gradient of no samples"),
+    (lambda g: g.assign(staleness=-1), "hold a negative number"),
+    (lambda g: g.assign(version_applied=g["version_applied"].astype(str)),
+     "column version_applied holds"),
+    (lambda g: g.assign(samples=10**9), "sums to more than 1,000,000,000"),
+])
+def test_a_gradients_table_no_run_wrote_is_refused_by_its_column(tmp_path, capsys, change, said):
+    """Each crashed (KeyError, a log scale of 0, no array to concatenate,
+    TypeError) or streamed a billion samples a row."""
+    res = simulate(make(algorithm={"kind": "async"}, timing__communication="ideal",
+                        stop={"gradients": 40}, workload__sub_batch=8))
+    from asgdsim.output import write_run
+    write_run(res, tmp_path / "run")
+    change(res.gradients).to_parquet(tmp_path / "run" / "gradients.parquet")
+    assert main(["replay", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "gradients.parquet" in err

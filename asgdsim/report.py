@@ -76,7 +76,31 @@ def _check(run_dir: Path) -> dict:
     absent = [k for k in needed if not isinstance(summary, dict) or k not in summary]
     if absent:
         raise UsageError(f"{run_dir / 'summary.json'}: incomplete: missing {', '.join(absent)}")
+    if wrong := _wrong_types(summary):
+        raise UsageError(f"{run_dir / 'summary.json'}: not what a run writes: {'; '.join(wrong)}")
     return summary
+
+
+#: what each of a summary's keys holds (numbers may be null where a run had none)
+_TEXT, _NUMBER, _MAPPING = ("scenario", "algorithm", "epoch_time_basis"), \
+    ("learners", "seed", "gradients", "updates", "simulated_time_s", "wall_time_s",
+     "epoch_time_s", "throughput_samples_per_s"), ("staleness", "minibatch", "analytic", "agreement")
+
+
+def _wrong_types(summary: dict) -> list[str]:
+    """Each key whose value is not of the kind a run writes, said by name."""
+    def is_number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    wrong = [f"{k} is {summary[k]!r}, not text" for k in _TEXT if not isinstance(summary[k], str)]
+    wrong += [f"{k} is {summary[k]!r}, not a number" for k in _NUMBER
+              if not is_number(summary[k]) and not (k == "epoch_time_s" and summary[k] is None)]
+    wrong += [f"{k} is {type(summary[k]).__name__}, not a mapping" for k in _MAPPING
+              if not isinstance(summary[k], dict)]
+    for k in ("staleness", "minibatch"):
+        if isinstance(summary[k], dict):
+            wrong += [f"{k}.{q} is {summary[k].get(q)!r}, not a number" for q in ("mean", "p50", "p95")
+                      if not is_number(summary[k].get(q))]
+    return wrong
 
 
 def _png(data: bytes) -> str:
@@ -182,8 +206,9 @@ def report_html(run_dir: Path) -> str:
     name = html.escape(str(summary["scenario"]))
     try:
         headline = summary_headline(summary)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{run_dir / 'summary.json'}: incomplete: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{run_dir / 'summary.json'}: not what a run writes "
+                         f"({type(exc).__name__}: {exc})") from None
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">', GENERATOR,

@@ -109,6 +109,25 @@ def test_a_missing_or_broken_folder_is_refused(tmp_path, capsys, run_dir):
     assert "incomplete" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("key, value, said", [
+    ("analytic", [], "analytic is list, not a mapping"),
+    ("learners", None, "learners is None, not a number"),
+    ("staleness", "0.5", "staleness is str, not a mapping"),
+    ("scenario", None, "scenario is None, not text"),
+])
+def test_a_summary_with_its_keys_but_not_their_kinds_is_refused_by_key(tmp_path, capsys, run_dir,
+                                                                      key, value, said):
+    """Each crashed with AttributeError, or was refused in Python's words
+    ('string indices must be integers')."""
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary[key] = value
+    (copy / "summary.json").write_text(json.dumps(summary))
+    assert main(["report", str(copy)]) == 2
+    assert f"summary.json: not what a run writes: {said}" in capsys.readouterr().err
+
+
 # --- in a real browser ------------------------------------------------------
 
 def _browser():

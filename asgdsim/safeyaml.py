@@ -80,8 +80,23 @@ class StrictLoader(yaml.SafeLoader):
                 self._path.pop()
 
 
+def _check_number(node: ScalarNode, path: tuple[str, ...]) -> None:
+    """A number in decimal digits as written; YAML 1.1's other forms
+    refused: 010 is 8 (octal) and 3:20 is 200 (base 60), which nobody
+    writing a node count or a stop means."""
+    text = node.value.replace("_", "")
+    digits = text.lstrip("+-")
+    octal = node.tag.endswith(":int") and len(digits) > 1 and digits.startswith("0")
+    if ":" in text or digits[:2].lower() in ("0x", "0b", "0o") or octal:
+        raise YamlProblem(f"{node.value!r} is read as a number in another base (YAML 1.1's "
+                          "octal, hexadecimal, binary or base 60); write it in decimal digits, "
+                          "or quote it as text", key=".".join(path),
+                          line=node.start_mark.line + 1)
+
+
 def _check_keys(node: Node, path: tuple[str, ...] = ()) -> None:
-    """Refuse a mapping that names one key twice, at its second occurrence.
+    """Refuse a mapping that names one key twice, at its second occurrence,
+    a merge key, and a number in YAML 1.1's other bases.
 
     Walked over the composed nodes (bounded by MAX_DEPTH), so the message
     can give the dotted path from the top of the file."""
@@ -105,6 +120,9 @@ def _check_keys(node: Node, path: tuple[str, ...] = ()) -> None:
     elif isinstance(node, SequenceNode):
         for i, item in enumerate(node.value):
             _check_keys(item, (*path, str(i)))
+    elif isinstance(node, ScalarNode) and node.tag in ("tag:yaml.org,2002:int",
+                                                       "tag:yaml.org,2002:float"):
+        _check_number(node, path)
 
 
 def load(text: str) -> Any:

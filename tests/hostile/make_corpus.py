@@ -350,6 +350,8 @@ TEXTS = [
     ("merge-key", "base: &b {nodes: 2}\ncluster:\n  <<: *b\n", "cluster.<<"),
     # without an alias: the merged 64 gave way to the 2 without a word
     ("name-300-bytes", "name: " + "x" * 300 + "\n", "name"),
+    ("nodes-octal", "cluster: {nodes: 010}\n", "cluster.nodes"),
+    ("stop-base-60", "stop: {gradients: 3:20}\n", "stop.gradients"),
     ("merge-key-inline", "cluster: {<<: {nodes: 64}, nodes: 2}\n", "cluster.<<"),
     ("merge-key-list", "cluster: {<<: [{nodes: 64}, {rails: 2}], nodes: 2}\n", "cluster.<<"),
     ("nested-20000", "workload: " + "[" * 20000 + "]" * 20000 + "\n", "workload"),

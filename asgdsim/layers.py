@@ -21,6 +21,7 @@ per sample. The cost model prices these records one by one.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -89,9 +90,12 @@ def _flag(spec: dict, key: str, default: bool) -> bool:
     return value
 
 
-#: the activations a layer may name: each is one pass over its tensor, priced alike
-ACTIVATIONS = ("relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "hardswish",
-               "mish", "sigmoid", "tanh", "softplus")
+#: the activations a layer may name (PyTorch's and Keras's): each is one pass
+#: over its tensor, priced alike, so the name only catches a typo
+ACTIVATIONS = ("relu", "relu6", "leaky_relu", "prelu", "rrelu", "elu", "selu", "celu", "gelu",
+               "silu", "swish", "hardswish", "mish", "sigmoid", "hardsigmoid", "logsigmoid",
+               "tanh", "hardtanh", "tanhshrink", "softplus", "softsign", "softmax",
+               "log_softmax", "softmin", "glu", "exponential", "linear", "identity")
 
 
 def _positive(value: Any, what: str) -> int:
@@ -195,7 +199,10 @@ class _Compiler:
 
     def _act(self, s: dict, x: Shape, name: str, where: str) -> Shape:
         if s["act"] not in ACTIVATIONS:
-            raise LayerError(f"act must be one of {', '.join(ACTIVATIONS)}, got {s['act']!r}")
+            near = difflib.get_close_matches(str(s["act"]).lower(), ACTIVATIONS, n=2)
+            hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+            raise LayerError(f"act {s['act']!r} is no activation asgdsim knows{hint}; expected "
+                             f"one of {', '.join(ACTIVATIONS)}")
         return self.add(name, "act", x, x, 0, float(math.prod(x)))
 
     def _dropout(self, s: dict, x: Shape, name: str, where: str) -> Shape:

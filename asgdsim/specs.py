@@ -48,7 +48,9 @@ Bytes = Annotated[float, _quantity("bytes"), Field(gt=0, allow_inf_nan=False)]
 BytesPerSecond = Annotated[float, _quantity("bandwidth"), Field(gt=0, allow_inf_nan=False)]
 FlopPerSecond = Annotated[float, _quantity("flop_rate"), Field(gt=0, allow_inf_nan=False)]
 Flop = Annotated[float, _quantity("flops"), Field(gt=0, allow_inf_nan=False)]
-Count = Annotated[int, Field(gt=0, strict=True)]
+#: a whole number of things, up to 2^53 (past it a float no longer holds
+#: it, and integers of hundreds of digits overflowed the arithmetic)
+Count = Annotated[int, Field(gt=0, le=2**53, strict=True)]
 #: steps between two exchanges (local SGD's period, Downpour's n_fetch and
 #: n_push) or parts of a thing (shards, a block's convolutions): bounded,
 #: as each is walked or held one by one (a period of 10^8 took 9 GB)

@@ -1507,13 +1507,15 @@ def _mixed_rounds_large(topo: Topology, loops: tuple[Loop, ...], laws: list[Law]
     def node_waits(after: bool, gap: float) -> np.ndarray:
         """Each learner's time in its stages at its node's own links, its
         turn there its slot's in one node of its group walked
-        (:func:`_node_waits`)."""
+        (:func:`_node_waits`); a later round's (gap > 0) after its reply's
+        copy to the GPU."""
         waits, first = np.empty(p), 0
         for b, shape in enumerate(topo.blocks or (topo,)):
             loop, size = loops[b], shape.nodes * shape.learners_per_node
             own = [st for st in loop.after if st.holds[0] != "server_port_in"] if after else []
+            copy = [st for st in loop.reply if st.holds[0] != "server_port_out"] if gap else []
             node = _node_waits(topo, loop.before, own, gap, period, laws[first].mean, first,
-                               shape.learners_per_node)
+                               shape.learners_per_node, reply=copy)
             waits[first:first + size] = np.tile(node, shape.nodes)
             first += size
         return waits
@@ -1600,41 +1602,47 @@ def _sync_rounds_large(topo: Topology, loop: Loop, law: Law, update_s: float,
     # each shard's port takes one part of every learner's message
     message = topo.message_s(loop, "server_port_in")
     after = [st for st in loop.after if st.holds[0] != "server_port_in"]
+    # a reply's copy to the GPU, after its pull (a later round's)
+    copy = [st for st in loop.reply if st.holds[0] != "server_port_out"]
     pull = topo.message_s(loop, "server_port_out")
     lead = share * law.mean if loop.after else 0.0
     steps = law.sum_of(period)
 
-    def queue(spacing: float) -> float:
+    def queue(spacing: float, reply) -> float:
         # a node's learners are spread over the round's pulls: one every
         # ``nodes`` pulls, in turn
         gap = spacing * topo.nodes
         through = _staggered_queue(
-            _node_waits(topo, loop.before, after, gap, period, law.mean) - lead,
+            _node_waits(topo, loop.before, after, gap, period, law.mean, reply=reply) - lead,
             spacing, p, steps, message, k)
         if not lead:
             return through
         return max(through, _staggered_queue(
-            _node_waits(topo, loop.before, [], gap, period, law.mean), spacing, p, steps, 0.0, k))
-    return queue(0.0) + update_s, queue(pull) + update_s, False
+            _node_waits(topo, loop.before, [], gap, period, law.mean, reply=reply),
+            spacing, p, steps, 0.0, k))
+    return queue(0.0, ()) + update_s, queue(pull, copy) + update_s, False
 
 
 def _node_waits(topo: Topology, before, after, gap: float, period: int = 1,
-                step: float = 0.0, first: int = 0, m: int | None = None) -> np.ndarray:
+                step: float = 0.0, first: int = 0, m: int | None = None,
+                reply=()) -> np.ndarray:
     """How long each of a node's ``m`` learners (from learner ``first``)
     spends in its stages ``before`` its step and ``after`` it (those on its
-    node's own links: disk, host links), started ``gap`` apart and queueing
-    at the links they share, from its own start: one node walked (every
-    node of its shape alike). Where a round holds ``period`` steps, the
-    stages before each, with ``step`` between."""
+    node's own links: disk, host links), after its ``reply``'s own (the
+    weights copied to the GPU), started ``gap`` apart and queueing at the
+    links they share, from its own start, in slot order: one node walked
+    (every node of its shape alike). Where a round holds ``period`` steps,
+    the stages before each, with ``step`` between."""
     m = topo.learners_per_node if m is None else m
-    walked = [(_resolved(topo, before, i) + [((), step)]) * (period - 1)
+    walked = [_resolved(topo, reply, i)
+              + (_resolved(topo, before, i) + [((), step)]) * (period - 1)
               + _resolved(topo, before, i) + _resolved(topo, after, i)
               for i in range(first, first + m)]
     starts = np.arange(m) * gap
     ends = Skeleton(topo.fabric_share).walk(starts, walked)
     done = np.array([row[~np.isnan(row)][-1] if np.any(~np.isnan(row)) else start
                      for row, start in zip(ends, starts)])
-    return np.sort(done - starts - (period - 1) * step)
+    return done - starts - (period - 1) * step
 
 
 #: points of the grids on which many learners' arrivals are integrated
@@ -1654,46 +1662,46 @@ def _staggered_queue(start: float | np.ndarray, spacing: float, p: int, law: Law
     quantiles on a grid: piecewise linear in j, so its max over j lies at a
     rank next to a grid point, and only those ranks are evaluated.
 
-    ``start`` may be one per learner of a node (:func:`_node_waits`): the
-    learners in equal shares at each; where they start together (spacing
-    0) each share's arrivals are walked as such, and where they are spread
-    their mean stands for them (a node's learners queue for its links
-    only where its gap between them is shorter than their stages)."""
-    starts = np.atleast_1d(np.asarray(start, dtype=float))
-    if spacing > 0 or np.ptp(starts) == 0:
-        a, starts = float(starts.mean()), None
-    else:
-        a = float(starts.min())
-    s = spacing
+    ``start`` may be one per slot of a node (:func:`_node_waits`, in slot
+    order): the learners in equal shares, slot after slot (every node's
+    first learner, then every node's second, ...), each share a progression
+    of its own from its start, spacing apart, or all at its start (spacing
+    0): the round ends at the node's last slot, not at its mean one."""
+    waits = np.atleast_1d(np.asarray(start, dtype=float))
+    if p % len(waits) or np.ptp(waits) == 0:
+        waits = waits[:1] if np.ptp(waits) == 0 else np.array([waits.max()])
+    m, s = len(waits), spacing
+    n = p // m                      # learners of a slot
+    # where each slot's progression starts (its learner i at a_j + i s, i = 1..n)
+    starts = waits + np.arange(m) * n * s
     if law.is_constant:
-        if starts is not None:
-            # each share's learners arrive together, a step after their start
-            arrive = np.sort(np.repeat(starts, -(-p // len(starts)))[:p] + law.mean)[:k]
-            return float(arrive[-1] if message_s == 0 else
-                         _fifo_done(arrive, np.full(k, message_s)))
-        # arrivals in order: j-th (from 0) at a + (j + 1) s + step
-        first, last = a + s + law.mean, a + k * s + law.mean
-        if message_s == 0:
-            return last
-        return max(first + k * message_s, last + message_s)
+        if m == 1:
+            # arrivals in order: j-th (from 0) at a + (j + 1) s + step
+            a = float(starts[0])
+            first, last = a + s + law.mean, a + k * s + law.mean
+            return last if message_s == 0 else max(first + k * message_s, last + message_s)
+        arrive = np.sort((starts[:, None] + s * np.arange(1, n + 1)[None, :]).ravel()
+                         + law.mean)[:k]
+        return float(arrive[-1] if message_s == 0 else _fifo_done(arrive, np.full(k, message_s)))
     lo_q, hi_q = law.ppf(1e-9), law.ppf(top_quantile(p))
     # the mixture's cdf on a grid spanning every learner's arrivals
-    if starts is not None:
-        grid = np.linspace(a + lo_q, starts.max() + hi_q, STAGGER_GRID)
+    grid = np.linspace(starts.min() + s / 2 + lo_q, starts.max() + (n + 0.5) * s + hi_q,
+                       STAGGER_GRID)
+    if s == 0:
         cdfs = np.asarray(law.cdf(grid[None, :] - starts[:, None]), dtype=float)
         mixture = cdfs.mean(axis=0)
-        # P(max <= x) = the product over the shares of F(x - start)^(p / shares)
-        below = np.exp(p / len(starts) * np.log(np.clip(cdfs, 1e-300, 1.0)).sum(axis=0))
-        e_max = float(grid[0] + np.trapezoid(1.0 - below, grid))
-    elif s == 0:
-        grid = np.linspace(a + lo_q, a + hi_q, STAGGER_GRID)
-        mixture = np.asarray(law.cdf(grid - a), dtype=float)
-        e_max = a + law.expected_max(p)
+        if m == 1:
+            e_max = float(starts[0]) + law.expected_max(p)
+        else:
+            # P(max <= x) = the product over the slots of F(x - start)^n
+            below = np.exp(n * np.log(np.clip(cdfs, 1e-300, 1.0)).sum(axis=0))
+            e_max = float(grid[0] + np.trapezoid(1.0 - below, grid))
     else:
-        grid = np.linspace(a + s / 2 + lo_q, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
-        top, bottom = grid - a - s / 2, grid - a - (p + 0.5) * s
-        mixture = (law.partial_expectation(top) - law.partial_expectation(bottom)) / (p * s)
-        e_max = _staggered_max(a, s, p, law, lo_q, hi_q)
+        top = grid[None, :] - starts[:, None] - s / 2
+        bottom = grid[None, :] - starts[:, None] - (n + 0.5) * s
+        mixture = (law.partial_expectation(top) - law.partial_expectation(bottom)).sum(axis=0) \
+            / (p * s)
+        e_max = _staggered_max(starts, s, n, law, lo_q, hi_q)
     mixture = np.maximum.accumulate(np.clip(mixture, 0.0, 1.0))
     if p == 1:
         return e_max + message_s
@@ -1714,20 +1722,23 @@ def _staggered_queue(start: float | np.ndarray, spacing: float, p: int, law: Law
     return float(np.max(arrival(j) + (k - j) * message_s))
 
 
-def _staggered_max(a: float, s: float, p: int, law: Law, lo_q: float, hi_q: float) -> float:
+def _staggered_max(a: float | np.ndarray, s: float, p: int, law: Law, lo_q: float,
+                   hi_q: float) -> float:
     """E[max of a + i s + X_i, i = 1..p] with the ready times as a
     continuum: log P(max <= x) = (1/s) x the integral of log F over
     [x - a - (p + 1/2) s, x - a - s/2]. Below the last learner's 1e-9
-    quantile the max is surely not: the integral starts there."""
+    quantile the max is surely not: the integral starts there. Several
+    starts ``a``: as many progressions, whose log P add."""
+    a = np.atleast_1d(np.asarray(a, dtype=float))
     t = np.linspace(lo_q, hi_q, 8 * STAGGER_GRID)
     log_f = np.log(np.clip(np.asarray(law.cdf(t), dtype=float), 1e-300, 1.0))
     # the integral of log F from lo_q to t (log F is about 0 above hi_q)
     big = np.concatenate([[0.0], np.cumsum((log_f[1:] + log_f[:-1]) / 2 * np.diff(t))])
-    x0 = a + (p + 0.5) * s + lo_q
-    x = np.linspace(x0, a + (p + 0.5) * s + hi_q, STAGGER_GRID)
-    upper = np.interp(x - a - s / 2, t, big)           # clamped at either end
-    lower = np.interp(x - a - (p + 0.5) * s, t, big)
-    below = np.exp(np.minimum((upper - lower) / s, 0.0))
+    x0 = a.max() + (p + 0.5) * s + lo_q
+    x = np.linspace(x0, a.max() + (p + 0.5) * s + hi_q, STAGGER_GRID)
+    log_below = sum(np.interp(x - a_j - s / 2, t, big)          # clamped at either end
+                    - np.interp(x - a_j - (p + 0.5) * s, t, big) for a_j in a) / s
+    below = np.exp(np.minimum(log_below, 0.0))
     return float(x0 + np.trapezoid(1.0 - below, x))
 
 

@@ -932,10 +932,13 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         else run.updates or max(1, math.floor(run.time_s / per_update))
     c2 = law.var / cycle ** 2 if bound == "gpu" else 0.0
     c2_message = c2 / n_push
+    # a learner that fetches before its first push waits at the busy port
+    # for it too, which the serialised start does not know: half a message
+    serialised = bound != "gpu" and m > 1 and n_fetch >= n_push
     t_last = updates * per_update + (
-        message * (1.0 - c2_message) / 2.0 if bound == "gpu" or m == 1 else
         _serialised_start(_first_push(whole, law.mean, costs.server_update_s, n_push),
-                          message, util[bound]))
+                          message, util[bound]) if serialised else
+        message * (1.0 - c2_message) / 2.0)
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
     fixed = reshuffled = None
     # the start's and stop's share of the staleness is a first-order

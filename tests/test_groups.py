@@ -13,6 +13,7 @@ shape, --set by a group's index, and mutated groups."""
 import copy
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -663,3 +664,18 @@ def test_sprint_groups_of_exponential_steps_follow_poisson_and_the_pipelined_law
         probs = pe(j - 1.0) - 2 * pe(j + 0.0) + pe(j + 1.0)
         check_pmf(g[g["group"] == group]["staleness"].to_numpy(), Pmf.from_probs(1, probs))
         assert pred.groups[group]["staleness_mean"] == pytest.approx(1 + y, rel=1e-3)
+
+
+@pytest.mark.parametrize("communication", ["ideal", "modelled"])
+def test_a_mixed_async_run_of_one_or_two_gradients_a_learner_says_so(communication):
+    """48 learners, 60 gradients: the staleness law is the steady state's
+    (47), the run's 13.0 (every first gradient read the first weights): it
+    was given without a word; from two gradients a learner it agrees."""
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "mixed-k80-p100-async.yaml"
+    short = predict(load_scenario(path, overrides={"stop": {"gradients": 60},
+                                                   "timing.communication": communication}))
+    assert "before every learner has given two gradients" in short.laws.get("assumptions", "") \
+        or "first round" in short.laws.get("assumptions", "")
+    long = predict(load_scenario(path, overrides={"stop": {"gradients": 300},
+                                                  "timing.communication": communication}))
+    assert "assumptions" not in long.laws

@@ -597,27 +597,24 @@ def _turns_walked(stations: list[mva.Station], customers: int, law: Law,
     return max(cycle, n * float(spacing))
 
 
-def _first_push(loop: Loop, step: float, update_s: float, steps: int = 1) -> float:
-    """When a learner's first message is applied with nothing in its way:
-    its ``steps`` steps, each after its stages before, the stages after the
-    last (no reply before the first)."""
-    before = sum(st.duration_s for st in loop.before)
-    return steps * (step + before) + sum(st.duration_s for st in loop.after) + update_s
-
-
-def _serialised_start(first: float, cycle: float, busy: float) -> float:
-    """How late the n-th of M learners' gradients (or messages) comes
-    beyond n cycles / M, where a shared resource, ``busy`` of the time,
-    bounds them: the learners start together, have their first applied
-    ``first`` later with nothing in its way (:func:`_first_push`), and the
-    resource serves their first turns one after another, busy x cycle in
-    all; each learner's later turns come a cycle apart. The n-th comes at first + n cycle / M - (1 -
-    busy) cycle / 2 on average over its place in the round: half a cycle
-    late, as renewal theory says, where the resource is idle (busy -> 0,
-    first -> cycle), and right after the first step where it is saturated,
-    one turn after another from there (33 ms and 1.06 ms turns for 464
+def _serialised_start(loop: Loop, step: float, update_s: float, cycle: float, busy: float,
+                      steps: int = 1) -> float:
+    """How late the n-th of M learners' gradients (or messages of ``steps``
+    steps) comes beyond n cycles / M, where a shared resource, ``busy`` of
+    the time, bounds them. The learners start together and have their
+    first applied ``first`` later with nothing in its way (their steps,
+    each after its stages before, the stages after the last; no reply
+    before the first); the resource serves their first turns one after
+    another, busy x cycle in all, and each learner's later turns come a
+    cycle apart. The n-th then comes at first + n cycle / M - (1 - busy)
+    cycle / 2 on average over its place in the round: half a cycle late,
+    as renewal theory says, where the resource is idle (busy -> 0, first
+    -> cycle), and right after the first step where it is saturated, one
+    turn after another from there (33 ms and 1.06 ms turns for 464
     learners: the 2,417th gradient at 2.60 s, where half a cycle late said
     2.81)."""
+    first = steps * (step + sum(st.duration_s for st in loop.before)) \
+        + sum(st.duration_s for st in loop.after) + update_s
     return first - (1.0 - busy) * cycle / 2.0
 
 
@@ -643,11 +640,11 @@ def predict_async(sc: Scenario, costs: Costs) -> Prediction:
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a shared resource
     # serialises the first round as well (_serialised_start)
     c2 = law.var / cycle ** 2 if bound == "gpu" else 0.0
-    arrival = n * per_gradient + (
-        cycle * (1.0 - c2) / 2.0 if bound == "gpu" or m == 1 else
-        _serialised_start(_first_push(loop, law.mean, costs.server_update_s), cycle,
-                          util[bound])) * (
-        1.0 if m > 1 or _ideal(sc) else 0.0)
+    if bound != "gpu" and m > 1:
+        start = _serialised_start(loop, law.mean, costs.server_update_s, cycle, util[bound])
+    else:
+        start = cycle * (1.0 - c2) / 2.0 if m > 1 or _ideal(sc) else 0.0
+    arrival = n * per_gradient + start
     if _ideal(sc) and m == 1:
         arrival = n * law.mean
     elif law.is_constant and bound == "gpu" and m > 1:
@@ -934,11 +931,12 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
     c2_message = c2 / n_push
     # a learner that fetches before its first push waits at the busy port
     # for it too, which the serialised start does not know: half a message
-    serialised = bound != "gpu" and m > 1 and n_fetch >= n_push
-    t_last = updates * per_update + (
-        _serialised_start(_first_push(whole, law.mean, costs.server_update_s, n_push),
-                          message, util[bound]) if serialised else
-        message * (1.0 - c2_message) / 2.0)
+    if bound != "gpu" and m > 1 and n_fetch >= n_push:
+        start = _serialised_start(whole, law.mean, costs.server_update_s, message, util[bound],
+                                  steps=n_push)
+    else:
+        start = message * (1.0 - c2_message) / 2.0
+    t_last = updates * per_update + start
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
     fixed = reshuffled = None
     # the start's and stop's share of the staleness is a first-order

@@ -115,7 +115,7 @@ def _parse(value: object, dimension: str, resolved: bool) -> float:
         raise UnitError(f"expected {_WORDS[dimension]} such as {_EXAMPLE[dimension]}, got {value!r}")
     number, unit = float(match.group(1)), (match.group(2) or "")
     if not unit:
-        return _plain(number, value, dimension)
+        return number if resolved else _plain(number, value, dimension)
     if unit not in units:
         # the case tells bits from bytes and mega from milli: suggested, never guessed
         cased = sorted(u for u in units if u.lower() == unit.lower())
@@ -132,7 +132,7 @@ def _plain(number: float, value: object, dimension: str) -> float:
     small to be meant so."""
     floor = _PLAIN_FLOOR.get(dimension)
     if floor is not None and 0 < number < floor:
-        base = "B/s" if dimension == "bandwidth" else "FLOP/s"
+        base = _BASE[dimension]
         raise UnitError(
             f"{value!r} has no unit, so it would be {number:g} {base}, below any real "
             f"device's; write the unit, such as "

@@ -2338,13 +2338,6 @@ def _staleness_parts(windows: Windows, d: Deliveries, t_from: float,
     return np.maximum(means, 0.0), variances, weights
 
 
-def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
-    """P(t_from < X <= t_to) for X ~ Normal(mu, sd^2) (a point mass where sd is 0)."""
-    safe = np.where(sd > 0, sd, 1.0)
-    spread = special.ndtr((t_to - mu) / safe) - special.ndtr((t_from - mu) / safe)
-    return np.where(sd > 0, spread, ((mu > t_from) & (mu <= t_to)).astype(float))
-
-
 #: GPUs beyond which a cycle's binomial count is written where its mass is
 MANY_GPUS = 16_384
 

@@ -61,15 +61,26 @@ def _phi(z: np.ndarray) -> np.ndarray:
     return 0.5 * special.erfc(-z / math.sqrt(2.0))
 
 
-def _cdf(x: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    """P(Z <= x) for Z ~ Normal(0, sd^2); a step at 0 where sd is 0."""
+#: a fixed delivery this close past a window's end, in windows, is at that
+#: end: sums of fixed steps land a rounding error either side of a time that
+#: is a whole number of cycles (70 ms steps, a 20 ms cycle: the 2nd at 140 ms)
+TIE = 1e-12
+
+
+def _cdf(x: np.ndarray, sd: np.ndarray, T: float) -> np.ndarray:
+    """P(Z <= x) for Z ~ Normal(0, sd^2); where sd is 0, a step at 0 that
+    takes a rounding error below it (TIE windows of ``T``) as 0, as
+    :func:`_window` does: a fixed delivery is counted by a window's end
+    exactly where it falls in a window up to it (a delivery the two placed
+    apart fell in no cell and was lost: 231 gradients of 300 counted)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sd > 0, _phi(x / np.where(sd > 0, sd, 1.0)), (x >= 0).astype(float))
+        return np.where(sd > 0, _phi(x / np.where(sd > 0, sd, 1.0)),
+                        (x >= -TIE * T).astype(float))
 
 
 def _window(t: np.ndarray, T: float) -> np.ndarray:
     """Index of the window (wT, (w+1)T] that holds time t."""
-    return np.ceil(np.asarray(t) / T - 1e-12).astype(np.int64) - 1
+    return np.ceil(np.asarray(t) / T - TIE).astype(np.int64) - 1
 
 
 @dataclass(frozen=True)
@@ -199,13 +210,13 @@ def _cells(d: Deliveries, T: float, end_window: int, max_cells: int) -> tuple[np
     return first, width
 
 
-def _expected_by(d: Deliveries, edges: np.ndarray) -> np.ndarray:
+def _expected_by(d: Deliveries, edges: np.ndarray, T: float) -> np.ndarray:
     """F[s, e]: expected deliveries of one GPU of slot s by time edges[e] (sorted)."""
     F = np.zeros((d.slots, len(edges)))
     sd = np.broadcast_to(d.sd, d.mean.shape[1:])
     for s in range(d.slots):
         mean = d.mean[s]
-        lo = np.searchsorted(edges, mean - SPREAD * sd, side="left")
+        lo = np.searchsorted(edges, mean - SPREAD * sd - TIE * T, side="left")
         hi = np.searchsorted(edges, mean + SPREAD * sd, side="right")
         full = np.zeros(len(edges) + 1)
         np.add.at(full, hi, 1.0)             # certainly delivered by every edge from hi on
@@ -214,7 +225,7 @@ def _expected_by(d: Deliveries, edges: np.ndarray) -> np.ndarray:
         if spans.sum():
             k = np.repeat(np.arange(len(mean)), spans)
             e = _ranges(lo, hi)
-            np.add.at(partial, e, _cdf(edges[e] - mean[k], sd[k]))
+            np.add.at(partial, e, _cdf(edges[e] - mean[k], sd[k], T))
         F[s] = np.cumsum(full)[:-1] + partial
     return F
 
@@ -250,8 +261,8 @@ def _empty(d: Deliveries, unit: tuple[int, ...], T: float, first: np.ndarray,
     cell = _ranges(lo, hi)
     wT = w[cell] * T
     with np.errstate(invalid="ignore"):
-        before = np.where(np.isfinite(lower[gap]), _cdf(wT - lower[gap], lower_sd[gap]), 1.0)
-        after = np.where(np.isfinite(upper[gap]), _cdf(wT + T - upper[gap], upper_sd[gap]), 0.0)
+        before = np.where(np.isfinite(lower[gap]), _cdf(wT - lower[gap], lower_sd[gap], T), 1.0)
+        after = np.where(np.isfinite(upper[gap]), _cdf(wT + T - upper[gap], upper_sd[gap], T), 0.0)
     mass = before - after
     out = np.zeros(len(first))
     np.add.at(out, cell, np.maximum(mass, 0.0))
@@ -264,7 +275,7 @@ def windows_of(d: Deliveries, T: float, end_window: int, max_cells: int = 200_00
     # expected deliveries per GPU in each cell, from the cumulative counts at
     # both ends of every cell (cells need not touch: the gaps hold nothing)
     edges, where = np.unique(np.concatenate([first, first + width]) * T, return_inverse=True)
-    F = _expected_by(d, edges)[:, where.ravel()]
+    F = _expected_by(d, edges, T)[:, where.ravel()]
     per_gpu = np.maximum(F[:, len(first):] - F[:, :len(first)], 0.0) / width
     empty = np.array([_empty(d, unit, T, first, width) for unit in d.units])
     log_empty = np.log(np.clip(empty, 1e-300, 1.0))
@@ -290,7 +301,7 @@ def staleness_of(windows: Windows, d: Deliveries, t_from: float,
     nodes, node_w = (_GH_X, _GH_W) if np.any(d.sd > 0) else (np.zeros(1), np.ones(1))
     for u, unit in enumerate(d.units):
         a, sd, slot, step = d.unit_deliveries(unit)
-        weight = d.copies * _between(a, sd, t_from, t_to)
+        weight = d.copies * _between(a, sd, t_from, t_to, T)
         own = np.flatnonzero(weight > 1e-12)
         if not len(own):
             continue
@@ -352,9 +363,9 @@ def _staleness_chunk(windows: Windows, u: int, a: np.ndarray, sd: np.ndarray, ow
     return mean, var
 
 
-def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
+def _between(mu: np.ndarray, sd: np.ndarray, t_from: float, t_to: float, T: float) -> np.ndarray:
     """P(t_from < X <= t_to) for X ~ Normal(mu, sd^2) (a point mass where sd is 0)."""
-    return _cdf(t_to - mu, sd) - _cdf(t_from - mu, sd)
+    return _cdf(t_to - mu, sd, T) - _cdf(t_from - mu, sd, T)
 
 
 def expect(f, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from asgdsim import predict, simulate
-from asgdsim.algorithms.softsync import batched_staleness
+from asgdsim.analytic import batched_staleness
 from asgdsim.pmf import Pmf
 from asgdsim.scenario import ScenarioError, scenario_from_dict
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from asgdsim import mva
-from asgdsim.algorithms.softsync import batched_staleness
+from asgdsim.analytic import batched_staleness
 from asgdsim.algorithms.ssp import _barrier_staleness
 from asgdsim.analytic import (EXACT_ORDER_LEARNERS, SPREAD_DRAWS, _expected_order_statistics,
                               _mixed_order_statistics, _push_queue, _queue_spread,

@@ -63,7 +63,7 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import ALONG, OUTSIDE, Run
+    from ..analytic import OUTSIDE, Run, missed_pushers, predict_async as closed_form
     from ..pmf import Pmf
 
     c, learners = batch_of(scenario), scenario.cluster.learners
@@ -79,25 +79,25 @@ def predict(scenario, costs):
         stop = stop.model_copy(update={"updates": c * stop.updates})
     gradients_run = scenario.model_copy(update={"stop": stop})
     # the update's CPU time, spread over the c pushes of its batch
-    base = predict_async(gradients_run, replace(costs, server_update_s=costs.server_update_s / c))
+    base = closed_form(gradients_run, replace(costs, server_update_s=costs.server_update_s / c),
+                       batch=c)
     gradients = base.gradients
     if target == math.inf:
         gradients = c * math.floor(gradients / c)
     t_last = base.epoch_time_s * base.gradients * scenario.workload.sub_batch \
         / scenario.workload.dataset_samples
-    missed = 0
-    if costs.server_update_s and ALONG.get(base.bound, base.bound).startswith("server_port"):
-        # the port spaces the pushes by its message time a: the pushers
-        # i a after a batch completes (i < c), while its update (s long)
-        # applies, read the weights before it
-        missed = min(c - 1, max(0, math.ceil(costs.server_update_s / base.t_update_s) - 1))
-    staleness = batched_staleness(base.staleness, c, missed)
+    # (the port spaces the pushes by its message time a: the pushers i a
+    # after a batch completes (i < c), while its update (s long) applies,
+    # read the weights before it; base's staleness counts them)
+    missed = missed_pushers(costs.server_update_s, base.bound, base.t_update_s, c)
+    staleness = base.staleness
     exact = base.laws["staleness"].startswith("exact") and costs.server_update_s == 0
     laws = {
         "minibatch": f"exact: {c} gradients per update",
         "epoch_time": base.laws["epoch_time"] + " (async's arrivals: nobody waits for a batch)",
         "staleness": (("exact: " if exact else "approximation: ")
-                      + f"floor((r + A) / {c}), A async's staleness, r uniform on 0..{c - 1}"
+                      + f"floor((r + A) / {c}), A async's staleness, r uniform on 0..{c - 1} "
+                      "(0 for the first round's gradients, all on the first weights)"
                       + ("" if exact else "; " + base.laws["staleness"].split(": ", 1)[-1])),
     }
     if costs.server_update_s and not base.outside_assumptions:
@@ -138,28 +138,6 @@ def predict(scenario, costs):
                    epoch_time_s=run.epoch_time(t_last, gradients),
                    staleness=staleness, gradients_per_update=Pmf.point(c), laws=laws,
                    gradients=gradients, updates=gradients / c)
-
-
-def batched_staleness(arrivals, c: int, missed: int = 0):
-    """The law of floor((r + A) / c) + [1 <= r <= missed], A ~ ``arrivals``,
-    r uniform on 0..c-1: the pushers 1 to ``missed`` places after a batch's
-    last read weights without that batch's update, still being applied.
-
-    With A = q c + t (0 <= t < c) that is q for c - t of the r and q + 1
-    for the other t, each of the missed places one more: a few additions per
-    value of A, whatever c (a million learners' batches are hundreds of
-    thousands of gradients)."""
-    from ..pmf import Pmf
-
-    values = arrivals.values
-    q, t = np.divmod(values, c)
-    low = np.clip(np.minimum(missed, c - t - 1), 0, None)      # r in 1..missed below c - t
-    high = np.clip(missed + t + 1 - c, 0, None)                # r in c - t..missed
-    out = np.zeros(int(q[-1]) + 3)
-    np.add.at(out, q, arrivals.probs * (c - t - low) / c)
-    np.add.at(out, q + 1, arrivals.probs * (t - high + low) / c)
-    np.add.at(out, q + 2, arrivals.probs * high / c)
-    return Pmf.from_probs(0, out)
 
 
 def draw_softsync(rng, ideal: bool, learners: int):

@@ -46,6 +46,8 @@ __all__ = ["with_faults", "with_learner_laws", "with_link_slowdowns", "with_fail
 
 #: kinds of rounds that wait for every learner (analytic.predict_rounds)
 ROUNDS = ("sync", "allreduce", "local-sgd")
+#: a probability below this is taken as 0 (far under any figure reported)
+TINY = 1e-300
 
 
 def with_faults(scenario, costs, whole):
@@ -180,7 +182,10 @@ def _sync_rounds(scenario, whole, classes, distinct):
     def tail(x: float) -> float:
         below = np.array([1.0])
         for law, n in distinct.items():
-            done = stats.binom.pmf(np.arange(n + 1), n, float(law.cdf(x)))
+            # scipy's binomial overflows at p of 1e-308 or so (a lognormal's
+            # far left tail): a chance that small is none
+            p = float(law.cdf(x))
+            done = stats.binom.pmf(np.arange(n + 1), n, p if p > TINY else 0.0)
             below = np.convolve(below, done)[:k]      # counts of K or more: not below
         return float(below.sum())
     # a fixed step's law steps at its value: the quadrature is told where

@@ -81,6 +81,19 @@ def test_sync_rounds_take_the_max_over_the_groups_laws():
     assert [g["mean_step_s"] for g in pred.groups] == [1.0, 3.0]
 
 
+def test_k_sync_rounds_where_a_laws_tail_is_below_the_smallest_float():
+    """A K-th of two lognormal groups' steps (cv 0.05) asks scipy's binomial
+    for chances of 1e-308 in the faster law's left tail, where it overflowed
+    (an internal error from predict); such a chance is none. K = 4 of 8
+    learners, 4 of 1 s steps and 4 of 3 s: the round is the 4th, the slower
+    group's never reached, so the fast group's 4th of 4."""
+    sc = mixed((4, {**law("lognormal", 1.0), "cv": 0.05}), (4, {**law("lognormal", 3.0), "cv": 0.05}),
+               algorithm={"kind": "k-sync", "k": 4}, stop__updates=4_000)
+    rounds = np.diff(np.concatenate([[0.0], simulate(sc).updates["t"].to_numpy()]))
+    pred = predict(sc)
+    assert abs(rounds.mean() - pred.t_update_s) <= Z * rounds.std(ddof=1) / math.sqrt(len(rounds))
+
+
 def test_async_shares_and_staleness_follow_the_rates():
     # 4 learners at rate 1 and 2 at rate 1/2: R = 5; the groups' shares of
     # the gradients 4/5 and 1/5; a rate-1 learner's staleness is geometric

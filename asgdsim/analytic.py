@@ -638,6 +638,7 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
     cycle, util, bound = _cycle(stations, m, law, loop.overhead_s + costs.server_update_s)
     cycle = _turns_walked(stations, m, law, cycle)
     per_gradient = cycle / m
+    missed = missed_pushers(batch * costs.server_update_s, bound, per_gradient, batch)
     laws = {"minibatch": "exact: one gradient per update"}
     n = run.target_gradients
     if n == math.inf:       # a time or updates stop: gradients by then
@@ -647,7 +648,9 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
                                      run_steps=n / m)[0]
         laws.update(_outside(_hangs_on_ties(topo, loop, law.mean, costs.server_update_s, 1, 1,
                                             applies, n / m)[0]))
-        return _async_from_schedule(sc, applies, cycle, bound, laws)
+        scheduled = _async_from_schedule(sc, applies, cycle, bound, laws)
+        return scheduled if batch == 1 else replace(
+            scheduled, staleness=batched_staleness(scheduled.staleness, batch, missed))
     # start-up: every learner's first step begins at 0; by renewal theory
     # the n-th gradient comes (1 - cv^2) / 2 cycles late; a shared resource
     # serialises the first round as well (_serialised_start)
@@ -690,7 +693,6 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
     # mean is (M - 1) (1 - M (1 + c^2) / (2 n))
     others = m - 1
     mean = others * max(0.0, 1.0 - m * (1.0 + c2) / (2.0 * max(gradients, 1.0)))
-    missed = missed_pushers(batch * costs.server_update_s, bound, per_gradient, batch)
     # (the laws from the first round's ranks count batches themselves: a
     # gradient on the first weights is stale by its rank's batches, not
     # batched_staleness's uniform place in one)

@@ -125,10 +125,11 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
             for name in names:
                 (out / name).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / name, out / name)
-            # what an earlier run here derived from its own results would
+            # what an earlier run here derived from its own results, and
+            # its event tables where this one writes none (compare), would
             # now describe another run
-            for path in [out / name for name in DERIVED_FILES if name not in names
-                         and _derived_here(out, name)]:
+            for path in [out / name for name in (*EVENT_FILES, *DERIVED_FILES)
+                         if name not in names and _derived_here(out, name)]:
                 path.unlink()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -155,7 +156,13 @@ def _derived_here(out: Path, name: str) -> bool:
                 return f.readline().strip() == ",".join(COLUMNS)
         if name == "figures/replay.png":           # written with its table
             return _derived_here(out, "replay.csv")
-    except OSError:
+        if name in EVENT_FILES:
+            import pyarrow.parquet as pq
+
+            from .recorder import GRADIENT_COLUMNS, UPDATE_COLUMNS
+            wanted = GRADIENT_COLUMNS if name == "gradients.parquet" else UPDATE_COLUMNS
+            return set(wanted) <= set(pq.read_schema(path).names)
+    except (OSError, ValueError):       # unreadable, or not Parquet (ArrowInvalid)
         return False
     return is_ours(path)
 

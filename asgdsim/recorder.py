@@ -18,7 +18,13 @@ from array import array
 import numpy as np
 import pandas as pd
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "GRADIENT_COLUMNS", "UPDATE_COLUMNS"]
+
+#: columns every gradients.parquet and updates.parquet holds (a run's
+#: groups and local steps add theirs)
+GRADIENT_COLUMNS = ("learner", "node", "version_read", "version_applied", "staleness",
+                    "t_start", "t_end", "t_applied", "samples")
+UPDATE_COLUMNS = ("version", "t", "gradients", "minibatch")
 
 NOT_APPLIED = -1
 

@@ -245,3 +245,24 @@ def test_a_run_written_again_keeps_the_users_files_of_derived_names(run_dir, tmp
         assert main(["run", str(scenario), "--out", str(folder), "--overwrite"]) == 0
         for name in ("trace.json", "replay.csv", "figures/replay.png"):
             assert (folder / name).exists() == kept, (folder, name)
+
+
+def test_compare_written_over_a_run_removes_its_event_tables(tmp_path):
+    """compare writes no event tables: a run's left beside its summary
+    would describe another run, and replay trained on them without a word
+    (a new user's trial: 4,006 rows of sub-batch 16 under a summary of
+    8,009 gradients of 8). Tables the user put there stay."""
+    import pandas as pd
+
+    scenario = write_small(tmp_path)
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    assert main(["run", str(scenario), "--out", str(ours), "--quiet"]) == 0
+    theirs.mkdir()
+    pd.DataFrame({"epoch": [1], "loss": [0.5]}).to_parquet(theirs / "gradients.parquet")
+    (theirs / "updates.parquet").write_text("not parquet")
+    for folder, kept in ((ours, False), (theirs, True)):
+        assert main(["compare", str(scenario), "--out", str(folder), "--overwrite",
+                     "--quiet"]) == 0
+        for name in ("gradients.parquet", "updates.parquet"):
+            assert (folder / name).exists() == kept, (folder, name)
+    assert main(["replay", str(ours)]) == 2

@@ -1262,6 +1262,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         tied = _tied(steady, _sync_rounds(topo, loop, law, aggregate_s, period, share=share,
                                           last_first=True)[1], "the rounds hang", "a round")
         exact = exact and tied is None
+    step_s = law.mean + loop.overhead_s         # one step's, not a round's period of them
     law = law.sum_of(period)
     per_round = p * period
     n = run.target_gradients
@@ -1276,7 +1277,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
     t_last = first + (rounds - 1) * steady
     steps = "steps" if period == 1 else f"sums of {period} steps"
     return Prediction(
-        scenario=sc, t_gpu_s=law.mean + loop.overhead_s, t_update_s=steady, bound="slowest learner",
+        scenario=sc, t_gpu_s=step_s, t_update_s=steady, bound="slowest learner",
         epoch_time_s=run.epoch_time(t_last, rounds * per_round),
         steady_throughput_samples_per_s=per_round * sc.workload.sub_batch / steady,
         staleness=Pmf.point(0), gradients_per_update=Pmf.point(per_round),

@@ -276,6 +276,21 @@ def test_ssp_barrier_rounds_are_no_shorter_than_the_servers_applies():
     assert pred.epoch_time_s == pytest.approx(res.summary["epoch_time_s"], rel=0.01)
 
 
+@pytest.mark.parametrize("bound", [0, 1])
+def test_ssp_fixed_steps_keep_their_order(bound):
+    """12 learners' fixed steps end together: the last to push lets the
+    others go and starts after them, as it pushed after them, so every
+    gradient is stale by 11 as in async (it started first: 11 of 12 were
+    stale by 12 and one by 0, a new user's trial; the closed form says
+    exact)."""
+    sc = kind({"kind": "ssp", "staleness_bound": bound}, learners=12,
+              compute={"distribution": "deterministic", "mean": 0.1}, stop__gradients=1200)
+    staleness = simulate(sc).gradients["staleness"].to_numpy()
+    assert (staleness[12:] == 11).all()
+    assert np.array_equal(predict(sc).staleness.values[predict(sc).staleness.probs > 0],
+                          np.unique(staleness))
+
+
 def test_ssp_never_starts_a_step_before_the_bound_lets_it():
     # shifted-exponential steps: a step began at most t_end - shift, and by
     # then every learner had pushed i - s gradients

@@ -264,15 +264,21 @@ class StalenessClock:
         self.slowest = 0                     # min of pushed over the learners up
         self._at_slowest = learners          # learners up whose count is the min
         self._waiting: dict[int, simpy.Event] = {}
+        #: when learners held back were last let go (:meth:`may_start`)
+        self.released_at = -1.0
         #: who is up (failures.Membership), where learners fail
         self.membership = None
 
     def may_start(self, step: int) -> simpy.Event | None:
         """None if step ``step`` (from 0) may start now, else the event that
-        lets it: every learner has pushed at least step - bound gradients."""
+        lets it: every learner has pushed at least step - bound gradients.
+        A learner whose push let others go at this instant starts after
+        them, as it pushed after them: fixed steps then keep their order
+        (it went first, and 11 of 12 learners were stale by 12, one by 0,
+        where async's order gives each 11)."""
         need = step - self.bound
         if self.slowest >= need:
-            return None
+            return self.env.timeout(0) if self.released_at == self.env.now else None
         if need not in self._waiting:
             self._waiting[need] = self.env.event()
         return self._waiting[need]
@@ -303,3 +309,4 @@ class StalenessClock:
         self._at_slowest = counts.count(self.slowest)
         for need in sorted(n for n in self._waiting if n <= self.slowest):
             self._waiting.pop(need).succeed()
+            self.released_at = self.env.now

@@ -694,20 +694,36 @@ def test_k_sync_rounds_of_long_tailed_steps():
     update_gaps_agree(data, settle=100, within=0.02)
 
 
-def test_k_sync_with_steady_steps_and_stragglers_keeps_the_pull_schedule_label():
+@pytest.mark.parametrize("cv", [0.028, 0.5])
+def test_k_sync_rounds_are_whole_pulls_where_the_port_is_never_idle(cv):
     # 5 K80 dies, k-sync K = 1, the server's port always busy with pulls:
-    # steps of cv 0.028 lock the learners into a schedule (labelled), and 5 %
-    # stragglers (law cv 0.6) knock one learner at a time off it while the
-    # rest keep it: the closed form's round is 9 % long (agreement seed 0 #107)
+    # they end a pull apart, and a round, from the first pull after the one
+    # under way when the last was published, ends on that lattice (steps of
+    # cv 0.028 with 5 % stragglers: the closed form's round, half a pull's
+    # wait after the round, was 9 % off, labelled; agreement seed 0 #107).
+    # Within 2 % plus the sample's error, unlabelled
     data = {"name": "k-sync-stragglers", "seed": 329614157,
             "workload": {"model": "resnet34", "dataset_samples": 245088, "sub_batch": 32},
             "cluster": {"machine": "aws-p2.xlarge", "gpus_per_node": 1, "nodes": 5},
             "algorithm": {"kind": "k-sync", "k": 1},
-            "timing": {"compute": "table", "jitter": {"distribution": "lognormal", "cv": 0.028},
+            "timing": {"compute": "table", "jitter": {"distribution": "lognormal", "cv": cv},
                        "communication": "modelled"},
-            "stop": {"epochs": 1.0},
+            "stop": {"updates": 1500},
             "faults": {"stragglers": {"probability": 0.05, "slowdown": 4.0}}}
-    why = outside_assumptions(data)
-    assert why is not None and "apart from stragglers" in why
-    data["timing"]["jitter"]["cv"] = 0.5
-    assert "lock the learners into a schedule" not in (outside_assumptions(data) or "")
+    assert outside_assumptions(data) is None
+    update_gaps_agree(data, settle=100, within=0.02)
+
+
+def test_k_sync_round_through_a_never_idle_port_is_three_pulls():
+    """4 p2.xlarge nodes, VGG-11 (3.40 s a pull at 1.25 Gb/s), K = 1,
+    exponential 150 ms steps: a round takes 7.09 s with the port free at
+    its start, so it ends on the third pull after the one its predecessor's
+    first pull followed, 10.20 s (simulated 10.21); half a pull's wait said
+    8.79 s, 14 % short and unlabelled (a new user's trial)."""
+    data = {"name": "three-pulls", "seed": 22,
+            "workload": {"model": "vgg11", "dataset_samples": 200000, "sub_batch": 64},
+            "cluster": {"machine": "aws-p2.xlarge", "nodes": 4},
+            "algorithm": {"kind": "k-sync", "k": 1},
+            "timing": {"compute": {"distribution": "exponential", "mean": "150 ms"}},
+            "stop": {"updates": 200}}
+    update_gaps_agree(data, settle=20, within=0.01)

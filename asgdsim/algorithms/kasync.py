@@ -49,8 +49,12 @@ from ..distributions import Straggling, apart_from_stragglers
 from ..specs import Count, _Spec
 from ..structure import SCOPES
 from .kind import Kind, draw_k, powers_of_two
-from .ksync import SHARES, STEADY_CV
+from .ksync import SHARES
 from .server import ASYNC, SYNC, busy_port, loop, predict_async, wire
+
+#: steps steadier than this keep learners near the fixed-step schedule, in
+#: lockstep, for about 1 / (4 cv^2) steps before they drift to random order
+STEADY_CV = 0.3
 
 
 class Spec(_Spec):

@@ -46,7 +46,7 @@ import pandas as pd
 
 from . import catalog
 from .algorithms import KINDS
-from .distributions import law_from_spec
+from .distributions import law_from_spec, order_moments
 from .memory import footprint
 from .scenario import GpuSpec, ScenarioError, catalog_model, scenario_from_dict
 from .simulation import simulate
@@ -331,7 +331,8 @@ def _rounds_se(sc, costs, u) -> float:
     if k is not None and k < sum(n for _, n in classes):
         if len(classes) > 1:
             return 0.0
-        mean, sd = _kth_of(*classes[0], k)
+        (law, n), = classes
+        mean, sd = order_moments(law, k, n)
         return sd / (float(u["t"].iloc[-1]) / rounds) / math.sqrt(rounds)
     period = getattr(sc.algorithm, "period", 1)
     if period > 1:
@@ -345,21 +346,6 @@ def _rounds_se(sc, costs, u) -> float:
     second = grid[-1] ** 2 - np.trapezoid(2 * grid * largest, grid)
     sd = math.sqrt(max(second - mean ** 2, 0.0))
     return sd / (float(u["t"].iloc[-1]) / rounds) / math.sqrt(rounds)
-
-
-def _kth_of(law, n: int, k: int) -> tuple[float, float]:
-    """Mean and sd of the k-th smallest of n steps of one law: the law's
-    quantile of a Beta(k, n - k + 1) probability (a k-sync round, whose
-    spread a heavy tail makes many times its mean: the 2nd of 16 gamma
-    steps of cv 3 has a cv of about 20)."""
-    from scipy import integrate, stats
-
-    beta = stats.beta(k, n - k + 1)
-    moment = lambda power: integrate.quad(                                  # noqa: E731
-        lambda p: float(law.ppf(p)) ** power * beta.pdf(p), 0.0, 1.0, limit=400,
-        points=[beta.mean()])[0]
-    mean = moment(1)
-    return mean, math.sqrt(max(moment(2) - mean**2, 0.0))
 
 
 def _sd_of_max_normal(n: int) -> float:

@@ -32,7 +32,8 @@ from scipy import special
 from .pmf import binomial
 from .specs import LawSpec
 
-__all__ = ["Law", "Empirical", "apart_from_stragglers", "law_from_spec", "top_quantile"]
+__all__ = ["Law", "Empirical", "apart_from_stragglers", "law_from_spec", "order_moments",
+           "top_quantile"]
 
 _BLOCK = 4096
 #: cells of the grid :meth:`_Duration.apart` integrates on
@@ -298,6 +299,29 @@ def _harmonic(n: int) -> float:
     # H_n = psi(n + 1) + Euler's gamma, to rounding: a million learners'
     # rounds cost what a few learners' do
     return float(special.digamma(n + 1)) + np.euler_gamma
+
+
+def order_moments(law, k: int, n: int) -> tuple[float, float]:
+    """Mean and sd of the k-th smallest of n independent draws of ``law``
+    (any law with a ``ppf``): the law's quantile at a Beta(k, n - k + 1)
+    probability, by quadrature (a heavy tail spreads it far past its mean:
+    the 2nd of 16 gamma steps of cv 3 has a cv of about 20)."""
+    if law.std == 0:
+        return law.mean, 0.0
+    from scipy import integrate
+
+    log_beta = special.betaln(k, n - k + 1)
+
+    def weighted(p: float, power: int) -> float:
+        if not 0.0 < p < 1.0:
+            return 0.0
+        density = math.exp((k - 1) * math.log(p) + (n - k) * math.log1p(-p) - log_beta)
+        return float(law.ppf(p)) ** power * density
+
+    peak = [k / (n + 1)]
+    mean = integrate.quad(weighted, 0.0, 1.0, args=(1,), limit=400, points=peak)[0]
+    second = integrate.quad(weighted, 0.0, 1.0, args=(2,), limit=400, points=peak)[0]
+    return mean, math.sqrt(max(second - mean**2, 0.0))
 
 
 def top_quantile(n: int) -> float:

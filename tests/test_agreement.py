@@ -189,14 +189,13 @@ def test_k_sync_rounds_spread_as_their_kth_step():
     simulated against the closed form's exact 0.0541 (a helper's hunt,
     judged a disagreement against a bound of 25 %). The bound now takes the
     K-th's spread; its moments are the law's quantile of a Beta(K, L - K + 1)."""
-    from asgdsim.agreement import _kth_of
-    from asgdsim.distributions import law_from_spec
+    from asgdsim.distributions import law_from_spec, order_moments
     from asgdsim.specs import LawSpec
 
     law = law_from_spec(LawSpec.model_validate({"distribution": "lognormal", "mean": 1.0,
                                                 "cv": 0.5}))
     kth = np.sort(law.sample(np.random.default_rng(3), 64 * 100_000).reshape(-1, 64), axis=1)[:, 7]
-    mean, sd = _kth_of(law, 64, 8)
+    mean, sd = order_moments(law, 8, 64)
     assert mean == pytest.approx(kth.mean(), abs=4 * kth.std() / math.sqrt(len(kth)))
     assert sd == pytest.approx(kth.std(), rel=0.02)
     data = {"name": "k-sync-heavy", "seed": 1,

@@ -681,10 +681,9 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         arrival = math.ceil(n / m - 1e-9) * cycle
     epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
                  else "mean-value: the n-th gradient of M renewal processes started together")
-    if bound == "gpu" and m > MAX_SKELETON_LEARNERS and 0 < law.std <= cycle / 4 \
-            and n / m <= IN_PHASE_ROUNDS:
-        arrival = _in_phase_nth(_first_apply(loop, law.mean, costs.server_update_s), cycle,
-                                _shared_busy(util), law.std, 1, m, n)
+    in_phase = _in_phase(sc, law, bound, loop, costs.server_update_s, cycle, util, 1, n)
+    if in_phase is not None:
+        arrival = in_phase
         epoch_law = ("approximation: the n-th gradient of M learners that start together, "
                      "each drifting from the first round's stagger by its step noise")
     if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
@@ -827,12 +826,25 @@ def _nth_arrival(times: np.ndarray, sd: np.ndarray, n: float, weight: float = 1.
     return float(np.interp(n - 0.5, count, grid))
 
 
-#: rounds of steady steps that started together beyond which the closed
-#: form takes their phases as spread (renewal's start); by then a step's
-#: noise has walked each learner tens of cycles off
-IN_PHASE_ROUNDS = 20_000
 #: rows that stand for a large cluster's learners in :func:`_in_phase_nth`
 IN_PHASE_ROWS = 256
+
+
+def _in_phase(sc: Scenario, law: Law, bound: str, loop: Loop, update_s: float, cycle: float,
+              util: dict[str, float], steps: int, n: float) -> float | None:
+    """When the n-th apply (a message of ``steps`` steps) comes where M
+    learners past the skeleton's walk start together with steady steps of
+    one law that nothing shared holds apart and whose noise has not yet
+    walked them a cycle apart (:func:`_in_phase_nth`); else None (renewal's
+    start stands: their phases have spread, or a second law, a straggler or
+    a slow learner holds some apart from the rest)."""
+    m = sc.cluster.learners
+    if bound != "gpu" or m <= MAX_SKELETON_LEARNERS or law.std == 0 \
+            or law.std * math.sqrt(steps * n / m) > cycle or sc.cluster.groups is not None \
+            or sc.faults.slow_learners is not None or sc.faults.stragglers is not None:
+        return None
+    return _in_phase_nth(_first_apply(loop, law.mean, update_s, steps), cycle,
+                         _shared_busy(util), law.std, steps, m, n)
 
 
 def _in_phase_nth(first: float, cycle: float, busy: float, sd: float, steps: int, m: int,
@@ -846,13 +858,16 @@ def _in_phase_nth(first: float, cycle: float, busy: float, sd: float, steps: int
     sqrt(k steps) sd. Renewal's start, half a cycle late whatever n, is
     right only once the phases have spread: 464 learners of 0.23 s steps
     of cv 0.08, 1,420 gradients (three rounds and 28): 0.889 s simulated,
-    0.814 by renewal, 0.871 so (the skeleton walks up to 256 learners)."""
-    rounds = int(n // m) + 8
+    0.814 by renewal, 0.871 so (the skeleton walks up to 256 learners).
+    Only the rounds whose noise reaches the n-th are laid out; those before
+    are all in."""
+    centre = n / m
+    reach = 8 + math.ceil(SPREAD_OF_SD * sd * math.sqrt(steps * (centre + 8)) / cycle)
+    k = np.arange(max(1, int(centre) - reach), int(centre) + reach + 1)
     rows = min(m, IN_PHASE_ROWS)
-    k = np.arange(1, rounds + 1)
     q = (np.arange(rows) + 0.5) / rows * busy * cycle
     times = first + q[:, None] + (k - 1)[None, :] * cycle
-    return _nth_arrival(times, sd * np.sqrt(k * steps), n, m / rows)
+    return _nth_arrival(times, sd * np.sqrt(k * steps), n - m * (k[0] - 1), m / rows)
 
 
 def _paced_walk(walk_of, m: int, steps: int, share: float = 0.0,
@@ -1043,10 +1058,10 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         start = message * (1.0 - c2_message) / 2.0
     t_last = updates * per_update + start
     epoch_law = "mean-value: the U-th message of M renewal processes started together"
-    if bound == "gpu" and m > MAX_SKELETON_LEARNERS and 0 < law.std <= cycle / 4 \
-            and updates / m <= IN_PHASE_ROUNDS:
-        t_last = _in_phase_nth(_first_apply(whole, law.mean, costs.server_update_s, n_push),
-                               message, _shared_busy(util), law.std, n_push, m, updates)
+    in_phase = _in_phase(sc, law, bound, whole, costs.server_update_s, message, util, n_push,
+                         updates)
+    if in_phase is not None:
+        t_last = in_phase
         epoch_law = ("approximation: the U-th message of M learners that start together, "
                      "each drifting from the first round's stagger by its step noise")
     fixed = reshuffled = None

@@ -303,25 +303,27 @@ def _harmonic(n: int) -> float:
 
 def order_moments(law, k: int, n: int) -> tuple[float, float]:
     """Mean and sd of the k-th smallest of n independent draws of ``law``
-    (any law with a ``ppf``): the law's quantile at a Beta(k, n - k + 1)
-    probability, by quadrature (a heavy tail spreads it far past its mean:
-    the 2nd of 16 gamma steps of cv 3 has a cv of about 20)."""
+    (any law with ``cdf`` and ``ppf``): by quadrature of its survival
+    P(X_(k) > x) = I_(1 - F(x))(n - k + 1, k) over its own bulk (from its
+    1e-12 to its 1 - 1e-12 quantile, each the law's quantile of the Beta's),
+    the variance about the mean, with no cancellation (a heavy tail spreads
+    it far past its mean: the 2nd of 16 gamma steps of cv 3 has a cv of
+    about 20; the first of 16,384 uniform steps sits in the law's lowest
+    hundred-thousandth)."""
     if law.std == 0:
         return law.mean, 0.0
     from scipy import integrate
 
-    log_beta = special.betaln(k, n - k + 1)
-
-    def weighted(p: float, power: int) -> float:
-        if not 0.0 < p < 1.0:
-            return 0.0
-        density = math.exp((k - 1) * math.log(p) + (n - k) * math.log1p(-p) - log_beta)
-        return float(law.ppf(p)) ** power * density
-
-    peak = [k / (n + 1)]
-    mean = integrate.quad(weighted, 0.0, 1.0, args=(1,), limit=400, points=peak)[0]
-    second = integrate.quad(weighted, 0.0, 1.0, args=(2,), limit=400, points=peak)[0]
-    return mean, math.sqrt(max(second - mean**2, 0.0))
+    a, b = k, n - k + 1
+    lo, mid, hi = (float(law.ppf(special.betaincinv(a, b, q))) for q in (1e-12, 0.5, 1 - 1e-12))
+    if hi <= lo:
+        return mid, 0.0
+    above = lambda x: float(special.betaincc(a, b, law.cdf(x)))              # noqa: E731
+    mean = lo + integrate.quad(above, lo, hi, limit=400, points=[mid])[0]
+    # E[(X - mean)^2] = 2 * integral of (x - mean)(P(X > x) - [x < mean]) dx
+    spread = lambda x: 2 * (x - mean) * (above(x) - (x < mean))              # noqa: E731
+    var = integrate.quad(spread, lo, hi, limit=400, points=sorted({mid, mean}))[0]
+    return mean, math.sqrt(max(var, 0.0))
 
 
 def top_quantile(n: int) -> float:

@@ -44,7 +44,7 @@ import numpy as np
 from scipy import special
 
 from ..specs import Count, _Spec
-from ..distributions import NUMERIC_SUMS, Law, order_moments
+from ..distributions import NUMERIC_SUMS, Law
 from ..renewal import EXACT_LEARNERS, events_staggered, kth_event_mean, sums_needed
 from .kind import Kind, draw_k, powers_of_two
 from .server import loop, wire
@@ -181,8 +181,7 @@ def predict(scenario, costs):
         if L * out >= free:
             # the round's spread: the K-th step of the learners that race for
             # it, those whose weights come within a step's spread of the first
-            racing = int(min(L, max(k + 1, k + math.ceil(law.std / out))))
-            steady = _on_pull_lattice(steady, out, order_moments(law, k, racing)[1], L)
+            steady = _on_pull_lattice(steady, out, law, k, L)
             if node_paced:
                 # only the learners it reaches pull and read again, so the
                 # node's bound (every learner, every round) does not hold
@@ -209,7 +208,30 @@ def predict(scenario, costs):
         gradients=rounds * k, updates=rounds)
 
 
-def _on_pull_lattice(round_s: float, out: float, sd: float, learners: int) -> float:
+#: learners whose race for a round is walked in :func:`_race` (the K-th of
+#: learners a pull apart: past a few dozen, the later ones never win)
+RACING = 64
+
+
+def _race(law: Law, k: int, learners: int, out: float) -> tuple[np.ndarray, np.ndarray]:
+    """(x, P(T <= x)) on a grid: T the k-th of the learners' steps, each
+    started a pull after the one before (as the port sends them the
+    weights), (j - 1) out + X_j; the count done by x is a sum of
+    independent Bernoullis, walked learner by learner."""
+    spread = float(law.ppf(1 - 1e-9))
+    racing = int(min(learners, RACING, k + math.ceil(spread / out)))
+    x = np.linspace(0.0, (racing - 1) * out + spread, 1025)
+    done = np.clip(law.cdf(x[:, None] - out * np.arange(racing)[None, :]), 0.0, 1.0)
+    fewer = np.zeros((len(x), k))           # P(c of the first j done), c < k
+    fewer[:, 0] = 1.0
+    for j in range(racing):
+        p = done[:, j:j + 1]
+        fewer = np.concatenate([fewer[:, :1] * (1 - p), fewer[:, 1:] * (1 - p) + fewer[:, :-1] * p],
+                               axis=1)
+    return x, 1.0 - fewer.sum(axis=1)
+
+
+def _on_pull_lattice(round_s: float, out: float, law: Law, k: int, learners: int) -> float:
     """A round through a server's port that sends each of the ``learners``
     the weights, ``out`` each, every round. A round that would take S with
     the port free at its start begins with the first pull after the one
@@ -217,24 +239,22 @@ def _on_pull_lattice(round_s: float, out: float, sd: float, learners: int) -> fl
     with the last round's pulls when it publishes (S under the L pulls'
     time), those pulls end a pull apart from its start, and the round ends
     on that lattice, out ceil(S / out); else it idled, and the round is S.
-    The mean over S, Normal(``round_s``, ``sd``^2): 4 p2.xlarge nodes,
-    VGG-11's 3.4 s pulls, K = 1: 7.09 s free, 10.20 simulated, three
-    pulls, where half a pull's wait said 8.79; a spread of a pull or more
-    leaves half a pull on average (17 learners, 3.9 ms pulls, the first of
-    their steps of 142 ms and cv 1, sd 8 ms: 42.8 ms simulated, 43.2)."""
+    The mean over S, ``round_s`` on average and spread as the race of
+    :func:`_race` (4 p2.xlarge nodes, VGG-11's 3.4 s pulls, K = 1: 7.09 s
+    free, 10.20 simulated, three pulls, where half a pull's wait said 8.79;
+    a race spread over a pull or more leaves half a pull on average: 17
+    learners, 3.9 ms pulls, steps of 142 ms and cv 1: 42.8 ms simulated,
+    42.7)."""
     busy = learners * out
-    if sd == 0:
+    if law.std == 0:
         return out * math.ceil(round_s / out - 1e-12) if round_s < busy else round_s
-    j = np.arange(max(math.floor((round_s - 8 * sd) / out), 0),
-                  min(learners, math.ceil((round_s + 8 * sd) / out)) + 1)
-    if not len(j):
-        return round_s                   # every round outlasts the pulls
-    # P((j - 1) out < S <= j out), the first j taking what lies below it
-    below = special.ndtr((j * out - round_s) / sd)
-    lattice = out * float((j * np.diff(below, prepend=0.0)).sum())
-    z = (busy - round_s) / sd            # E[S; S > L out], S normal
-    idled = round_s * special.ndtr(-z) + sd * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
-    return lattice + idled
+    if k > RACING:
+        return round_s + out / 2 if round_s < busy else round_s
+    x, below = _race(law, k, learners, out)
+    # S = shift + T, with the closed form's mean
+    s = round_s - np.trapezoid(1.0 - below, x) + x
+    cell = np.ceil(s / out - 1e-12)
+    return float(np.trapezoid(np.where(s < busy, out * cell, s), below))
 
 
 def _busiest_turn(topo, stages) -> float:

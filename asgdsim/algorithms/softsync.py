@@ -92,13 +92,15 @@ def predict(scenario, costs):
     missed = missed_pushers(costs.server_update_s, base.bound, base.t_update_s, c)
     staleness = base.staleness
     exact = base.laws["staleness"].startswith("exact") and costs.server_update_s == 0
+    scheduled = "periodic schedule" in base.laws["staleness"] and not missed
     laws = {
         "minibatch": f"exact: {c} gradients per update",
         "epoch_time": base.laws["epoch_time"] + " (async's arrivals: nobody waits for a batch)",
-        "staleness": (("exact: " if exact else "approximation: ")
-                      + f"floor((r + A) / {c}), A async's staleness, r uniform on 0..{c - 1} "
-                      "(0 for the first round's gradients, all on the first weights)"
-                      + ("" if exact else "; " + base.laws["staleness"].split(": ", 1)[-1])),
+        "staleness": (("exact: " if exact else "approximation: ") + (
+            f"the periodic schedule's applies, in updates of {c}" if scheduled else
+            f"floor((r + A) / {c}), A async's staleness, r uniform on 0..{c - 1} "
+            "(0 for the first round's gradients, all on the first weights)"
+            + ("" if exact else "; " + base.laws["staleness"].split(": ", 1)[-1]))),
     }
     if costs.server_update_s and not base.outside_assumptions:
         laws["epoch_time"] += "; the pusher that completes a batch waits for its update, " \

@@ -330,7 +330,7 @@ def _rounds_se(sc, costs, u) -> float:
     k = getattr(sc.algorithm, "k", None) if sc.algorithm.kind == "k-sync" else None
     if k is not None and k < sum(n for _, n in classes):
         if len(classes) > 1:
-            return 0.0
+            return 0.0      # (the K-th of several laws' steps: not written; renewal's spread)
         (law, n), = classes
         mean, sd = order_moments(law, k, n)
         return sd / (float(u["t"].iloc[-1]) / rounds) / math.sqrt(rounds)

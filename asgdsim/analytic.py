@@ -789,7 +789,7 @@ def batched_staleness(arrivals: Pmf, c: int, missed: int = 0) -> Pmf:
     """The law of floor((r + A) / c) + [1 <= r <= missed], A ~ ``arrivals``,
     r uniform on 0..c-1: the pushers 1 to ``missed`` places after a batch's
     last read weights without that batch's update, still being applied."""
-    values, probs = _batched(arrivals.values, arrivals.probs, c, missed)
+    _, probs = _batched(arrivals.values, arrivals.probs, c, missed)     # on 0, 1, 2, ...
     return Pmf.from_probs(0, probs)
 
 

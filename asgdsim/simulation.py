@@ -166,7 +166,7 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     refused before it starts, as the commands refuse it (budget.py): a
     notebook's kernel is not left to run out of memory; ``math.inf`` for no
     limit (callers that estimated the run already pass it)."""
-    from .budget import ARGUMENTS, check, check_learners, refuse_odd_cycles
+    from .budget import ARGUMENTS, check, check_learners, refuse_odd_cycles, refuse_short_time
 
     if not isinstance(scenario, Scenario):
         raise TypeError(f"simulate takes a Scenario (asgdsim.load_scenario(path)), got "
@@ -205,6 +205,12 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
         except ScenarioError as exc:
             raise ScenarioError(scenario.name, exc.problems) from None
     prediction = predict(scenario, costs)
+    if not limited:
+        # a stop in seconds before the first gradient is no run, whatever the limits
+        try:
+            refuse_short_time(scenario, prediction.t_gpu_s, prediction.t_update_s)
+        except ScenarioError as exc:
+            raise ScenarioError(scenario.name, exc.problems) from None
     if limited and not early:
         check(scenario, scenario.name, max_events, max_memory, simulated=False, names=ARGUMENTS,
               prediction=prediction, costs=costs)

@@ -1,6 +1,7 @@
 """The Python API refuses what it cannot take with a clear exception, as
 the commands do: nothing changed behind validation's back runs."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,13 @@ def test_predict_refuses_a_run_that_ends_before_its_first_gradient():
                                "tsubame-kfc-dl-vgg16.yaml", overrides={"stop": {"time": "0.5 s"}})
     with pytest.raises(ScenarioError, match=r"stop.time: expected at least one learner step"):
         asgdsim.predict(sc)
+
+
+def test_simulate_without_limits_refuses_a_run_that_ends_before_its_first_gradient():
+    """math.inf lifts the size limits, not the check that a run has a
+    gradient at all: it simulated nothing and reported an epoch of NaN (a
+    hunt), where the closed form said 4,004 s."""
+    sc = asgdsim.load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
+                               "k80-sync-baseline.yaml", overrides={"stop": {"time": "10 ms"}})
+    with pytest.raises(ScenarioError, match=r"stop.time: expected at least one learner step"):
+        asgdsim.simulate(sc, max_events=math.inf, max_memory=math.inf)

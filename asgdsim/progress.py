@@ -70,8 +70,11 @@ class RunBar:
         self.unit = max(fractions, key=fractions.get) if fractions else "simulated s"
         total = getattr(p, UNITS[self.unit][1])
         total = None if total == math.inf else total
+        # every report is drawn: the simulation already spaces them (about
+        # PROGRESS_EVERY_S), and tqdm's own 0.1 s left a run of a few tenths
+        # of a second showing only its opening 0 %
         self.bar = tqdm(total=total, desc=self.label, unit=f" {self.unit}", unit_scale=True,
-                        file=sys.stderr, leave=False, **_size(),
+                        file=sys.stderr, leave=False, mininterval=0, **_size(),
                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.4g}/{total:.4g}"
                         "{unit} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 

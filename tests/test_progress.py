@@ -39,7 +39,7 @@ def run_in_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
     process = subprocess.Popen([sys.executable, "-m", "asgdsim.cli", *args], cwd=cwd, env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
-    seen = b""
+    seen, ended = b"", False
     while True:
         ready, _, _ = select.select([leader], [], [], 0.2)
         if ready:
@@ -50,8 +50,12 @@ def run_in_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
             if not chunk:
                 break
             seen += chunk
-        elif process.poll() is not None:
+        elif ended:
             break
+        else:
+            # what it wrote just before it ended may land after a wait ran
+            # out: one more wait once it has ended
+            ended = process.poll() is not None
     process.stdout.read()
     os.close(leader)
     return process.wait(timeout=60), seen.decode(errors="replace")

@@ -724,8 +724,7 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         # a run of about one round: every gradient read the first weights,
         # the k-th applied saw k - 1 updates (a learner that stepped twice
         # saw fewer: the first-order law above has no room for it)
-        first = max(1, round(min(gradients, m)))
-        staleness, by_rank = Pmf.from_probs(0, np.bincount(np.arange(first) // batch) / first), True
+        staleness, by_rank = _mixture([(1.0, *_first_round(m, gradients, batch))]), True
         staleness_law = "approximation: the first round's ranks, every gradient on the first weights"
         laws.update(_outside(f"{OUTSIDE}: the run ends within the learners' first round "
                              f"({gradients:g} gradients of {m} learners), and the closed form "
@@ -773,16 +772,37 @@ def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
     first_mean = min(others, others * (1.0 + c2) / 2.0)
     weight = min(1.0, m / max(n, 1.0))
     if c2 <= 1e-6 or n < m:
-        ranks, width = lattice(0, max(1, min(m, round(n))) - 1)
-        first = (ranks, np.full(len(ranks), 1.0 / len(ranks)))
+        first = _first_round(m, n, batch)
     else:
-        first = _count_law(first_mean, others * c2 + others**2 * c2 / 4)
-    laws = [(weight, first[0] // batch, first[1])]
+        values, probs = _count_law(first_mean, others * c2 + others**2 * c2 / 4)
+        first = (values // batch, probs)
+    laws = [(weight, *first)]
     if weight < 1.0:
         rest = (mean - weight * first_mean) / (1.0 - weight)
         law = _count_law(max(rest, 0.0), others * c2 + others**2 * c2)
         laws.append((1.0 - weight, *_batched(*law, batch, missed)))
     return _mixture(laws)
+
+
+def _first_round(m: int, n: float, batch: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """The first round's staleness where every gradient read the first
+    weights: of its first min(n, M) gradients the k-th applied (k from 0)
+    saw the k before it, floor(k / c) updates of ``batch`` c: (values,
+    probabilities)."""
+    ranks, _ = lattice(0, max(1, min(m, round(n))) - 1)
+    return ranks // batch, np.full(len(ranks), 1.0 / len(ranks))
+
+
+def few_gradients(gradients: float, learners: int) -> str | None:
+    """Why a mixed cluster's staleness law, the steady state's, does not
+    hold for a run of under two gradients a learner (its first gradients
+    read the first weights and saw fewer updates: 48 learners, 60
+    gradients, 13.0 simulated against 47), or None."""
+    if learners > 1 and gradients < 2 * learners:
+        return (f"{OUTSIDE}: the run ends before every learner has given two gradients "
+                f"({gradients:.0f} of {learners} learners), and the staleness law is the "
+                "steady state's, with no room for the run's start")
+    return None
 
 
 def batched_staleness(arrivals: Pmf, c: int, missed: int = 0) -> Pmf:

@@ -213,7 +213,7 @@ def _async_rates(scenario, costs, whole, classes, distinct):
     sum of their rates; with exponential steps learner i's staleness is
     geometric with p_i its share of that sum, and the law their mixture
     weighted by each one's share of the gradients."""
-    from .analytic import _is_exponential
+    from .analytic import _is_exponential, few_gradients
     from .pmf import Pmf, lattice
 
     total = sum(distinct.values())
@@ -240,15 +240,8 @@ def _async_rates(scenario, costs, whole, classes, distinct):
         out["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
                             "for any rates in steady state)")
     out["epoch_time"] = "exact mean: the learners' gradient rates summed"
-    if total > 1 and whole.gradients < 2 * total and "assumptions" not in out:
-        # the staleness laws are the steady state's: the first gradients
-        # read the first weights and saw fewer updates (48 learners, 60
-        # gradients: 13.0 simulated against 47)
-        from .analytic import OUTSIDE
-        out["assumptions"] = (
-            f"{OUTSIDE}: the run ends before every learner has given two gradients "
-            f"({whole.gradients:.0f} of {total} learners), and the staleness law is the steady "
-            "state's, with no room for the run's start")
+    if "assumptions" not in out and (few := few_gradients(whole.gradients, total)):
+        out["assumptions"] = few
     return replace(whole, t_update_s=whole.t_update_s * scale,
                    epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,

@@ -99,7 +99,7 @@ def _t_last(run, pred) -> float:
 
 def _async(sc, costs, whole):
     """Learners as renewal processes of their group's cycle (module docstring)."""
-    from .analytic import OUTSIDE, Run, predict_async
+    from .analytic import OUTSIDE, Run, few_gradients, predict_async
     from .pmf import Pmf
     from .structure import loops_of, topology_of
 
@@ -156,13 +156,8 @@ def _async(sc, costs, whole):
         busy = hog
     if busy is not None and "assumptions" not in laws_text:
         laws_text["assumptions"] = f"{OUTSIDE}: {busy}"
-    if total > 1 and gradients < 2 * total and "assumptions" not in laws_text:
-        # the count laws are the steady state's: every learner's first
-        # gradients read the first weights, and saw fewer updates
-        laws_text["assumptions"] = (
-            f"{OUTSIDE}: the run ends before every learner has given two gradients "
-            f"({gradients:.0f} of {total} learners), and the staleness law is the steady "
-            "state's, with no room for the run's start")
+    if "assumptions" not in laws_text and (few := few_gradients(gradients, total)):
+        laws_text["assumptions"] = few
     loops = loops_of(sc, costs)
     # the simulator's step runs from taking the weights to the gradient at the server
     reply = [sum(st.duration_s for st in loops[min(i, len(loops) - 1)].reply)

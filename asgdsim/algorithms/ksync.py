@@ -41,7 +41,6 @@ from functools import partial
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy import special
 
 from ..specs import Count, _Spec
 from ..distributions import NUMERIC_SUMS, Law
@@ -184,8 +183,6 @@ def predict(scenario, costs):
         out = topo.message_s(loop_, "server_port_out")
         free = steady
         if L * out >= free:
-            # the round's spread: the K-th step of the learners that race for
-            # it, those whose weights come within a step's spread of the first
             steady = _on_pull_lattice(steady, out, law, k, L)
             if node_paced:
                 # only the learners it reaches pull and read again, so the

@@ -251,12 +251,10 @@ def _modelled_barrier(scenario, costs, base, run, law):
     # 6.10 s of applies a round, 6.10 simulated), and no round is shorter
     per_round = max(per_round, L * update)
     n = base.gradients
-    # the run's last gradient: whole rounds, then its place in its own round
-    # (a stop inside a round was taken pro rata: 9 gradients of 8 learners,
-    # 958 s an epoch against the run's 1,508, which waits a pull and a step
-    # past the barrier for the 9th; a hunt)
-    # (whole rounds end with their last apply; the place's comes as much
-    # before it as in a settled round)
+    # the run's last gradient: whole rounds end with their last apply, and
+    # a partial one's last comes as much before that as in a settled round
+    # (taken pro rata: 9 gradients of 8 learners, 958 s an epoch against
+    # the run's 1,508, which waits a pull and a step past the barrier)
     rounds_before, place = divmod(max(math.ceil(n), 1) - 1, L)
     t_last = (rounds_before + 1) * per_round - float(within[-1] - within[place])
     laws = dict(base.laws)

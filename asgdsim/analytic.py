@@ -49,6 +49,8 @@ __all__ = ["Prediction", "predict", "OUTSIDE"]
 
 #: the phrase that marks a prediction outside the closed form's assumptions
 OUTSIDE = "outside the closed form's assumptions"
+#: the staleness law of a walked periodic schedule (softsync reads it to keep its batches on it)
+SCHEDULED_APPLIES = "the order of the periodic schedule's applies"
 #: steps of a deterministic skeleton walked before reading its period: a
 #: server's learners settle in a few; a node's GPUs that take turns at shared
 #: links can need a hundred steps
@@ -968,7 +970,7 @@ def _async_from_schedule(sc: Scenario, applies: np.ndarray, cycle: float, bound:
     # (a schedule that hangs on its ties is the simulator's only while they hold)
     how = "approximation" if "assumptions" in laws else "exact"
     laws.update(epoch_time=f"{how}: identical fixed-time steps, their periodic schedule",
-                staleness=f"{how}: the order of the periodic schedule's applies")
+                staleness=f"{how}: {SCHEDULED_APPLIES}")
     return Prediction(
         scenario=sc, t_gpu_s=period, t_update_s=period / m, bound=bound,
         epoch_time_s=run.epoch_time(float(flat[n - 1]), n),
@@ -1149,7 +1151,7 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
         # (a schedule that hangs on its ties is the simulator's only while they hold)
         staleness, staleness_law = fixed, (
             "exact" if _ideal(sc) and not reshuffled else "approximation") + \
-            ": the order of the periodic schedule's applies and fetches"
+            f": {SCHEDULED_APPLIES} and fetches"
     else:
         # the read's time to its push: its steps, the pushes ending them and
         # every fetch's reply from the one it read on, in units of the

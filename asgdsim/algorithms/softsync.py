@@ -63,7 +63,8 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import OUTSIDE, Run, missed_pushers, predict_async as closed_form
+    from ..analytic import OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers
+    from ..analytic import predict_async as closed_form
     from ..pmf import Pmf
 
     c, learners = batch_of(scenario), scenario.cluster.learners
@@ -92,7 +93,8 @@ def predict(scenario, costs):
     missed = missed_pushers(costs.server_update_s, base.bound, base.t_update_s, c)
     staleness = base.staleness
     exact = base.laws["staleness"].startswith("exact") and costs.server_update_s == 0
-    scheduled = "periodic schedule" in base.laws["staleness"] and not missed
+    # async's staleness law names the schedule where it walked one
+    scheduled = SCHEDULED_APPLIES in base.laws["staleness"] and not missed
     laws = {
         "minibatch": f"exact: {c} gradients per update",
         "epoch_time": base.laws["epoch_time"] + " (async's arrivals: nobody waits for a batch)",

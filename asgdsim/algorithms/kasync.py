@@ -292,7 +292,9 @@ def predict(scenario, costs):
     steady_cv = apart_from_stragglers(law).cv
     # steady steps keep the fixed-step schedule for about 1 / (4 cv^2) steps:
     # a run well within that (a quarter) is the schedule's, as fixed steps are
-    steps = (n if n != math.inf else run.updates * k if run.updates else run.time_s / lockstep * k) / L
+    # (the b K released learners step each period, the r left over wait)
+    steps = (n if n != math.inf else run.updates * k if run.updates else run.time_s / lockstep * k) \
+        / (k * (L // k))
     near_fixed = (_ideal(scenario) and not fixed and not leftovers
                   and not isinstance(law, Straggling)
                   and steady_cv > 0 and steps <= 1.0 / (16.0 * steady_cv ** 2))
@@ -321,8 +323,14 @@ def predict(scenario, costs):
         # the schedule's bursts of floor(L / K) updates a step, each learner
         # drifting by its step noise: the update of the (U K)-th gradient
         # (257 learners, K = 4, steps of cv 0.1, a few updates past a step:
-        # a whole step later said 8.7 % long; a hunt)
-        t_last = _in_phase_nth(step, step, 0.0, law.std, 1, L, updates * k)
+        # a whole step later said 8.7 % long; a hunt); a period's arrivals
+        # are the b K released learners' (the r = L - b K left over wait at
+        # the queue's head), so the n-th applied gradient is the (n - r)-th
+        # arrival past the first period (12 learners, K = 5: 19 % short
+        # counting all 12 a step; a hunt)
+        released = k * (L // k)
+        arrivals = updates * k - (L - released) * (updates * k > released)
+        t_last = _in_phase_nth(step, step, 0.0, law.std, 1, released, arrivals)
         staleness = _fixed_staleness(L, k, updates)
     else:
         # the learners start together: the first update is the K-th of L

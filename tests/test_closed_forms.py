@@ -122,6 +122,45 @@ def test_sprint_gradients_per_update_are_poisson(sprint_exponential):
     assert np.array_equal(res.updates["minibatch"], res.updates["gradients"] * sc.workload.sub_batch)
 
 
+@pytest.mark.parametrize("spec,window", [({"distribution": "gamma", "cv": 1.5}, 0.37),
+                                         ({"distribution": "lognormal", "cv": 1.5}, 0.9),
+                                         ({"distribution": "uniform", "cv": 0.5}, 2.6),
+                                         ({"distribution": "gamma", "cv": 0.5}, 7.3)])
+def test_renewal_count_in_a_window_is_the_stationary_law(spec, window):
+    """One GPU's deliveries in a SPRINT cycle: windows at random places on
+    a long renewal sequence of its steps (mean 1) against _renewal_count's
+    law; its mean is the window's length in steps exactly."""
+    from asgdsim.analytic import _renewal_count
+    from asgdsim.distributions import law_from_spec
+    from asgdsim.scenario import LawSpec
+
+    law = law_from_spec(LawSpec.model_validate({**spec, "mean": 1.0}))
+    rng = np.random.default_rng(7)
+    arrivals = np.cumsum(law.sample(rng, 2_000_000))
+    # windows 20 steps apart, past the first thousand steps: close to independent
+    starts = np.arange(1_000.0, arrivals[-1] - 50.0, 20.0) + rng.uniform(0, 20.0)
+    counts = (np.searchsorted(arrivals, starts + window) - np.searchsorted(arrivals, starts))
+    law_of_count = _renewal_count(law, window)
+    assert law_of_count @ np.arange(len(law_of_count)) == pytest.approx(window, rel=1e-9)
+    check_pmf(counts, Pmf.from_probs(0, law_of_count))
+
+
+def test_sprint_long_tailed_steps_cluster_their_deliveries_in_short_cycles(scenario):
+    """A hunt: 4 GPUs of gamma steps of cv 1.5 under a cycle of 0.37 steps:
+    several short steps fall in one cycle, so more cycles are empty than
+    at most one delivery a GPU would leave (mini-batch 71 simulated, 56
+    closed before)."""
+    law = {"distribution": "gamma", "mean": 1.0, "cv": 1.5}
+    sc = scenario(algorithm={"kind": "sprint"}, cluster__gpus_per_node=4, timing__compute=law,
+                  timing__update_interval=0.37, stop__gradients=40_000)
+    res, pred = simulate(sc), predict(sc)
+    counts = steady(res.updates["gradients"].to_numpy())
+    assert abs(counts.mean() - pred.gradients_per_update.mean) <= Z * batch_means_se(counts)
+    staleness = steady(res.gradients["staleness"].to_numpy())
+    assert abs(staleness.mean() - pred.staleness.mean) <= max(Z * batch_means_se(staleness),
+                                                              0.1 * pred.staleness.mean)
+
+
 def test_sprint_staleness_is_one_plus_floor_u_plus_x_over_t(sprint_exponential):
     sc, res, pred = sprint_exponential
     # the law of 1 + floor(U + X/T) by direct quadrature of its definition

@@ -676,33 +676,49 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         start = _serialised_start(loop, law.mean, costs.server_update_s, cycle, util[bound])
     else:
         start = cycle * (1.0 - c2) / 2.0 if m > 1 or _ideal(sc) else 0.0
-    arrival = n * per_gradient + start
-    if _ideal(sc) and m == 1:
-        arrival = n * law.mean
-    elif law.is_constant and bound == "gpu" and m > 1:
-        # fixed steps that nothing shared holds apart stay in phase: the
-        # n-th gradient ends the round it is in (half a cycle late is the
-        # mean over where n falls in a round; 1,056 of 264 learners: 4
-        # cycles, not 4.5)
-        arrival = math.ceil(n / m - 1e-9) * cycle
-    epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
-                 else "mean-value: the n-th gradient of M renewal processes started together")
-    in_phase = _in_phase(sc, law, bound, loop, costs.server_update_s, cycle, util, 1, n)
-    if in_phase is not None:
-        arrival = in_phase
-        epoch_law = ("approximation: the n-th gradient of M learners that start together, "
-                     "each drifting from the first round's stagger by its step noise")
-    if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
-        # nearly identical steps: the learners keep the skeleton's schedule,
-        # each apply moved by the random walk of its learner's step noise
-        applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
-                                     run_steps=n / m)[0]
-        steps = _steps_for(applies, n, 8)
-        times = _extend(applies, steps, period_of(applies))
-        arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), n)
-        epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
-        laws.update(_outside(_reshuffled(util, law, per_gradient) or _hangs_on_ties(
-            topo, loop, law.mean, costs.server_update_s, 1, 1, applies, n / m)[0]))
+
+    def arrival_of(k: float) -> tuple[float, str, dict]:
+        """When the k-th gradient comes, by which law, and the labels that law adds."""
+        extra: dict = {}
+        arrival = k * per_gradient + start
+        if _ideal(sc) and m == 1:
+            arrival = k * law.mean
+        elif law.is_constant and bound == "gpu" and m > 1:
+            # fixed steps that nothing shared holds apart stay in phase: the
+            # k-th gradient ends the round it is in (half a cycle late is the
+            # mean over where k falls in a round; 1,056 of 264 learners: 4
+            # cycles, not 4.5)
+            arrival = math.ceil(k / m - 1e-9) * cycle
+        epoch_law = ("exact mean: Poisson arrivals" if _ideal(sc) and _is_exponential(law)
+                     else "mean-value: the n-th gradient of M renewal processes started together")
+        in_phase = _in_phase(sc, law, bound, loop, costs.server_update_s, cycle, util, 1, k)
+        if in_phase is not None:
+            arrival = in_phase
+            epoch_law = ("approximation: the n-th gradient of M learners that start together, "
+                         "each drifting from the first round's stagger by its step noise")
+        if m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
+            # nearly identical steps: the learners keep the skeleton's schedule,
+            # each apply moved by the random walk of its learner's step noise
+            applies = _downpour_skeleton(topo, loop, law.mean, costs.server_update_s, 1, 1,
+                                         run_steps=k / m)[0]
+            steps = _steps_for(applies, k, 8)
+            times = _extend(applies, steps, period_of(applies))
+            arrival = _nth_arrival(times, law.std * np.sqrt(np.arange(1, steps + 1)), k)
+            epoch_law = ("approximation: the skeleton's schedule, each learner drifting by "
+                         "its step noise")
+            extra = _outside(_reshuffled(util, law, per_gradient) or _hangs_on_ties(
+                topo, loop, law.mean, costs.server_update_s, 1, 1, applies, k / m)[0])
+        return arrival, epoch_law, extra
+
+    arrival, epoch_law, extra = arrival_of(n)
+    if run.time_s is not None:
+        # the gradients by the stop's time: the last that comes within it
+        # (the steady pace from 0 counts the start's lost time as gradients:
+        # async, 8 learners, a 1 s stop: 30 against the run's 26; a hunt)
+        while n > 1 and arrival > run.time_s:
+            n = max(1, n - max(1, math.ceil((arrival - run.time_s) / per_gradient)))
+            arrival, epoch_law, extra = arrival_of(n)
+    laws.update(extra)
     t_last = arrival
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
@@ -1086,65 +1102,83 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
                                   steps=n_push)
     else:
         start = message * (1.0 - c2_message) / 2.0
-    t_last = updates * per_update + start
-    epoch_law = "mean-value: the U-th message of M renewal processes started together"
-    in_phase = _in_phase(sc, law, bound, whole, costs.server_update_s, message, util, n_push,
-                         updates)
-    if in_phase is not None:
-        t_last = in_phase
-        epoch_law = ("approximation: the U-th message of M learners that start together, "
-                     "each drifting from the first round's stagger by its step noise")
-    fixed = reshuffled = None
-    # the start's and stop's share of the staleness is a first-order
-    # correction in M / U: a run of fewer than two messages a learner is all start
-    first_only = None if m == 1 or updates >= 2 * m else (
-        f"{OUTSIDE}: the run ends before every learner has pushed twice ({updates} messages "
-        f"of {m} learners), and the closed form has no staleness law for a run that is all start")
+
+    def last_of(u):
+        """When the u-th message is applied, by which law; the fixed steps'
+        staleness, whether their schedule reshuffles, and the label of a run
+        that is all start."""
+        t_last = u * per_update + start
+        epoch_law = "mean-value: the U-th message of M renewal processes started together"
+        in_phase = _in_phase(sc, law, bound, whole, costs.server_update_s, message, util, n_push,
+                             u)
+        if in_phase is not None:
+            t_last = in_phase
+            epoch_law = ("approximation: the U-th message of M learners that start together, "
+                         "each drifting from the first round's stagger by its step noise")
+        fixed = reshuffled = None
+        # the start's and stop's share of the staleness is a first-order
+        # correction in M / U: a run of fewer than two messages a learner is all start
+        first_only = None if m == 1 or u >= 2 * m else (
+            f"{OUTSIDE}: the run ends before every learner has pushed twice ({u} messages "
+            f"of {m} learners), and the closed form has no staleness law for a run that is all "
+            "start")
+        run_steps = u * n_push / m
+        if _ideal(sc) and m == 1:
+            t_last = u * message
+        elif _ideal(sc) and u <= m and not law.is_constant:
+            # a run of about one message a learner: the U-th event of M renewal
+            # processes of n_push steps, from the start
+            t_last, exact = kth_event_mean(law.sum_of(n_push), m, int(u))
+            epoch_law = ("exact: " if exact else "approximation: ") + \
+                "the U-th message of M renewal processes of n_push steps started together"
+        elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
+            # nearly identical steps: the in-phase start's bursts and the
+            # stagger they settle into, each message moved by its steps' noise
+            asked = _downpour_skeleton(topo, whole, law.mean, costs.server_update_s, n_fetch,
+                                       n_push, run_steps=run_steps)
+            tied, reverse, faster = _hangs_on_ties(topo, whole, law.mean, costs.server_update_s,
+                                                   n_fetch, n_push, asked[0], run_steps)
+            # where the pace hangs on ties, fixed steps keep the order the learners
+            # asked in, and step noise breaks them toward the order that leaves
+            # what they share the less idle (8 M40 learners at a busy server CPU:
+            # 0.223 s a message the way they asked, 0.193 the other way; 57.9 s
+            # an epoch simulated with fixed steps, 50.1 with steps of cv 0.07,
+            # 57.9 and 49.7 closed form); the label stands
+            pushes, fetches = reverse if tied and faster and not law.is_constant else asked
+            count = _steps_for(pushes, u, 8)
+            times = _extend(pushes, count, period_of(pushes))
+            # the schedule applies a push no fetch waits on as it arrives, before
+            # the server's CPU: its order is near the simulator's where the CPU
+            # takes every push in the walk or is seldom busy (a CPU that sets the
+            # pace applies each message long after it came: 88 against 128
+            # simulated), and one server holds the weights (two shards apply a
+            # message's parts apart: 37.1 against 41.5, 56 learners); with
+            # communication modelled, the simulator's order of events at a tie
+            # can differ (0.2 % of the staleness, 117 learners)
+            cpu_walked = not costs.server_update_s or n_push % n_fetch == 0
+            one_server = _ideal(sc) or algorithm.servers == 1
+            if law.is_constant and one_server and \
+                    (cpu_walked or util.get("server", 0.0) < CPU_LEFT_OUT):
+                reads = _extend(fetches, count * n_push // n_fetch + 2, period_of(fetches))
+                fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(u))
+            t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), u)
+            # the schedule holds the server's CPU only for pushes a fetch waits
+            # on; it applies every message, one at a time, from the first push
+            t_last = max(t_last, float(times.min()) + (u - 1) * costs.server_update_s)
+            epoch_law = ("approximation: the skeleton's schedule, each learner drifting by "
+                         "its step noise")
+            reshuffled = _reshuffled(util, law, cycle / m) or tied
+        return t_last, epoch_law, fixed, reshuffled, first_only
+
+    t_last, epoch_law, fixed, reshuffled, first_only = last_of(updates)
+    if run.time_s is not None:
+        # the messages by the stop's time: the last that comes within it
+        # (the steady pace from 0 counts the start's lost time as messages:
+        # 8 learners, n_push 2, a 3 s stop: 8 % short; a hunt)
+        while updates > 1 and t_last > run.time_s:
+            updates = max(1, updates - max(1, math.ceil((t_last - run.time_s) / per_update)))
+            t_last, epoch_law, fixed, reshuffled, first_only = last_of(updates)
     run_steps = updates * n_push / m
-    if _ideal(sc) and m == 1:
-        t_last = updates * message
-    elif _ideal(sc) and updates <= m and not law.is_constant:
-        # a run of about one message a learner: the U-th event of M renewal
-        # processes of n_push steps, from the start
-        t_last, exact = kth_event_mean(law.sum_of(n_push), m, int(updates))
-        epoch_law = ("exact: " if exact else "approximation: ") + \
-            "the U-th message of M renewal processes of n_push steps started together"
-    elif m <= MAX_SKELETON_LEARNERS and law.std <= cycle / 4:
-        # nearly identical steps: the in-phase start's bursts and the
-        # stagger they settle into, each message moved by its steps' noise
-        asked = _downpour_skeleton(topo, whole, law.mean, costs.server_update_s, n_fetch, n_push,
-                                   run_steps=run_steps)
-        tied, reverse, faster = _hangs_on_ties(topo, whole, law.mean, costs.server_update_s,
-                                               n_fetch, n_push, asked[0], run_steps)
-        # where the pace hangs on ties, fixed steps keep the order the learners
-        # asked in, and step noise breaks them toward the order that leaves
-        # what they share the less idle (8 M40 learners at a busy server CPU:
-        # 0.223 s a message the way they asked, 0.193 the other way; 57.9 s
-        # an epoch simulated with fixed steps, 50.1 with steps of cv 0.07,
-        # 57.9 and 49.7 closed form); the label stands
-        pushes, fetches = reverse if tied and faster and not law.is_constant else asked
-        count = _steps_for(pushes, updates, 8)
-        times = _extend(pushes, count, period_of(pushes))
-        # the schedule applies a push no fetch waits on as it arrives, before
-        # the server's CPU: its order is near the simulator's where the CPU
-        # takes every push in the walk or is seldom busy (a CPU that sets the
-        # pace applies each message long after it came: 88 against 128
-        # simulated), and one server holds the weights (two shards apply a
-        # message's parts apart: 37.1 against 41.5, 56 learners); with
-        # communication modelled, the simulator's order of events at a tie
-        # can differ (0.2 % of the staleness, 117 learners)
-        cpu_walked = not costs.server_update_s or n_push % n_fetch == 0
-        one_server = _ideal(sc) or algorithm.servers == 1
-        if law.is_constant and one_server and \
-                (cpu_walked or util.get("server", 0.0) < CPU_LEFT_OUT):
-            reads = _extend(fetches, count * n_push // n_fetch + 2, period_of(fetches))
-            fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(updates))
-        t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), updates)
-        # the schedule holds the server's CPU only for pushes a fetch waits
-        # on; it applies every message, one at a time, from the first push
-        t_last = max(t_last, float(times.min()) + (updates - 1) * costs.server_update_s)
-        epoch_law = "approximation: the skeleton's schedule, each learner drifting by its step noise"
-        reshuffled = _reshuffled(util, law, cycle / m) or tied
     if run.time_s is not None:
         t_last = min(t_last, run.time_s)
         updates = min(updates, max(1.0, t_last / per_update))

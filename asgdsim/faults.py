@@ -211,8 +211,9 @@ def _sync_rounds(scenario, whole, classes, distinct):
 def _async_rates(scenario, costs, whole, classes, distinct):
     """Learners are independent renewal processes: gradients arrive at the
     sum of their rates; with exponential steps learner i's staleness is
-    geometric with p_i its share of that sum, and the law their mixture
-    weighted by each one's share of the gradients."""
+    geometric, in steady state with p_i its share of that sum, and the law
+    their mixture weighted by each one's share of the gradients. A run's
+    start and stop move each learner's mean to first order (:func:`_run_means`)."""
     from .analytic import _is_exponential, few_gradients
     from .pmf import Pmf, lattice
 
@@ -220,21 +221,25 @@ def _async_rates(scenario, costs, whole, classes, distinct):
     rates = {law: 1.0 / law.mean for law in distinct}
     rate = sum(n * rates[law] for law, n in distinct.items())
     scale = (total / costs.compute.mean) / rate
+    means, shares = _run_means(distinct, whole.gradients)
     out = dict(whole.laws)
     if all(_is_exponential(law) for law in distinct):
-        # learners of one law are alike: sum over the laws, n_j of each
-        shares = {law: r / rate for law, r in rates.items()}
-        most = math.ceil(math.log(1e-13) / math.log1p(-min(shares.values()))) + 2
+        # learners of one law are alike: a geometric law each, of its mean
+        p = {law: 1.0 / (1.0 + means[law]) for law in distinct}
+        most = math.ceil(math.log(1e-13) / math.log1p(-min(p.values()))) + 2
         k, width = lattice(0, most - 1)
-        probs = sum(distinct[law] * p * p * (1 - p) ** k for law, p in shares.items())
+        probs = sum(shares[law] * q * (1 - q) ** k for law, q in p.items())
         staleness = Pmf.from_probs(int(k[0]), probs, width)
-        out["staleness"] = ("exact: a mixture of geometric laws, learner i's with p_i its share "
-                            "of the gradient rate, weighted by that share")
+        out["staleness"] = ("approximation: a mixture of geometric laws, learner i's of the "
+                            "others' updates over its gradients (in steady state p_i its share "
+                            "of the gradient rate, exactly; the run's start and stop to first "
+                            "order), weighted by its share of the gradients")
     elif not any(law.is_constant for law in distinct):
-        staleness = _renewal_staleness(distinct, rates, rate)
+        staleness = _renewal_staleness(distinct, rates, rate, means, shares)
         out["staleness"] = ("approximation: learner i's a count law of mean (R - r_i) m_i (exact "
-                            "in steady state) and the variance of the others' renewal counts over "
-                            "its step, mixed by the learners' shares of the gradients")
+                            "in steady state; the run's start and stop to first order) and the "
+                            "variance of the others' renewal counts over its step, mixed by the "
+                            "learners' shares of the gradients")
     else:
         staleness = whole.staleness
         out["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
@@ -248,25 +253,48 @@ def _async_rates(scenario, costs, whole, classes, distinct):
                    staleness=staleness, laws=out, groups=_group_figures(scenario, classes, "async"))
 
 
-def _renewal_staleness(distinct, rates, rate):
-    """Async staleness with random steps of several laws, in steady state: a
+def _run_means(distinct, gradients: float):
+    """Each law's mean staleness over a run of ``gradients`` from a common
+    start, and its share of them. Learner i's gradients together saw every
+    other learner's applies up to its last, at time T less its age at the
+    stop (m_i (1 + c_i^2) / 2 on average); learner j applies
+    t / m_j + (c_j^2 - 1) / 2 by time t, and T makes the applies ``gradients``.
+    For identical learners this is async's (M - 1)(1 - M (1 + c^2) / 2n); in
+    steady state (R - r_i) m_i. 128 exponential learners, two of them half
+    as fast, 2 gradients a learner: 74 simulated, 127 in steady state."""
+    c2 = {law: law.var / law.mean ** 2 for law in distinct}
+    lag = {law: (c2[law] - 1.0) / 2.0 for law in distinct}      # applies ahead of t / m
+    rate = sum(n / law.mean for law, n in distinct.items())
+    lags = sum(n * lag[law] for law, n in distinct.items())
+    until = max((gradients - lags) / rate, 0.0)
+    means, shares = {}, {}
+    for law, n in distinct.items():
+        own = max(until / law.mean + lag[law], 1e-9)
+        last = max(until - law.mean * (1.0 + c2[law]) / 2.0, 0.0)
+        seen = (rate - 1.0 / law.mean) * last + (lags - lag[law])
+        means[law], shares[law] = max(seen, 0.0) / own, n * own
+    whole = sum(shares.values())
+    return means, {law: share / whole for law, share in shares.items()}
+
+
+def _renewal_staleness(distinct, rates, rate, means, shares):
+    """Async staleness with random steps of several laws: in steady state a
     learner's step X sees the others' stationary renewal processes, learner
-    j's about X / m_j times. The count's mean is (R - r_i) m_i; its variance
-    that of the mean over X, (R - r_i)^2 var X, plus each other learner's
-    around it: the lattice's frac (1 - frac) of X / m_j and the renewal
-    count's (m_i / m_j) cv_j^2. Each law's count law, weighted by its
-    learners' share of the gradients."""
+    j's about X / m_j times. The count's mean is (R - r_i) m_i (over a run,
+    ``means``); its variance that of the mean over X, (R - r_i)^2 var X, plus
+    each other learner's around it: the lattice's frac (1 - frac) of X / m_j
+    and the renewal count's (m_i / m_j) cv_j^2. Each law's count law,
+    weighted by its learners' ``shares`` of the gradients."""
     from .analytic import _count_law, _mixture
 
     parts = []
-    for law, learners in distinct.items():
-        others = rate - rates[law]
-        var = others ** 2 * law.var
+    for law in distinct:
+        var = (rate - rates[law]) ** 2 * law.var
         for other, n in distinct.items():
             ratio = law.mean / other.mean
             frac = ratio - math.floor(ratio)
             var += (n - (other == law)) * (frac * (1 - frac) + ratio * other.cv ** 2)
-        parts.append((learners * rates[law] / rate, *_count_law(others * law.mean, var)))
+        parts.append((shares[law], *_count_law(means[law], var)))
     return _mixture(parts)
 
 

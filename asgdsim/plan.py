@@ -1,8 +1,8 @@
 """The planner: the fastest configuration that meets a target mini-batch size.
 
 This is the use Oyama et al. made of their model. For a scenario (its
-machine, model and algorithm), enumerate node counts (powers of two, within
-the machine's size), GPUs per node (up to the machine's) and sub-batch sizes
+machine, model and algorithm), enumerate node counts (every one up to 16,
+then a quarter apart at most, within the machine's size), GPUs per node (up to the machine's) and sub-batch sizes
 within ``max_gpus``, and for the kinds between sync and async their knob
 too (``Kind.knob``: K, n or the staleness bound, one more column); drop
 those that do not fit in GPU memory; predict the rest with the closed form
@@ -138,14 +138,32 @@ def _powers_of_two(limit: int) -> list[int]:
     return [1 << k for k in range(max(limit, 0).bit_length())]
 
 
+#: node counts up to this are all tried; beyond, those of 3 significant bits
+EVERY_NODE_COUNT = 16
+
+
+def _node_counts(limit: int) -> list[int]:
+    """A uniform cluster's node counts: every one up to EVERY_NODE_COUNT,
+    then 16, 20, 24, 28, 32, 40, 48, ... (a quarter apart at most), up to
+    ``limit`` and the limit itself. Powers of two alone left targets
+    between them unmet: 16 nodes of 4 V100s, sync, a mini-batch of 1,280
+    (5 nodes of sub-batch 256, or 10 of 4 GPUs at 32) came out as no
+    configuration (a new user's trial)."""
+    counts = set(range(1, min(limit, EVERY_NODE_COUNT) + 1))
+    for power in _powers_of_two(limit):
+        counts |= {n for n in (power, power * 5 // 4, power * 3 // 2, power * 7 // 4)
+                   if power >= EVERY_NODE_COUNT and n <= limit}
+    return sorted(counts | ({limit} if limit > 0 else set()))
+
+
 def _shapes(cluster, max_gpus: int) -> tuple[Shape, ...]:
-    """What the plan books: a uniform cluster's node, any power of two of
-    them (within the machine and ``max_gpus``); or each group's node, 0, a
-    power of two or all of the group's nodes."""
+    """What the plan books: a uniform cluster's node, any of
+    :func:`_node_counts` of them (within the machine and ``max_gpus``); or
+    each group's node, 0, a power of two or all of the group's nodes."""
     if cluster.groups is None:
         per_node, max_nodes = _machine(cluster)
         limit = max_gpus if max_nodes is None else min(max_nodes, max_gpus)
-        return (Shape(cluster.gpu, per_node, tuple(_powers_of_two(limit))),)
+        return (Shape(cluster.gpu, per_node, tuple(_node_counts(limit))),)
     return tuple(Shape(g.gpu, _machine(g)[0],
                        tuple(sorted({0, *_powers_of_two(g.nodes), g.nodes})))
                  for g in cluster.groups)

@@ -37,8 +37,10 @@ def test_plan_ranks_confirmed_configurations_first(tmp_path, capsys):
     table = pd.read_csv(out / "plan.csv")
     assert list(table.columns) == COLUMNS and (out / "plan.png").stat().st_size > 0
     assert list(table["rank"]) == list(range(1, len(table) + 1))
-    # KFC/DL nodes hold 8 dies: 1..8 GPUs per node, powers of two nodes up to 64 GPUs
+    # KFC/DL nodes hold 8 dies: 1..8 GPUs per node, every node count up to 16
+    # and beyond a quarter apart (20, 24, ...), up to 64 GPUs
     assert set(table["gpus_per_node"]) == set(range(1, 9))
+    assert set(table["nodes"]) == {*range(1, 17), 20, 24, 28, 32, 40, 48, 56, 64}
     assert ((table["nodes"] * table["gpus_per_node"]) <= 64).all()
     # VGG-16 at sub-batch 256 needs 17.6 GB at the least: not on a 12 GB K80 die
     assert not table["fits_memory"][table["sub_batch"] == 256].any()
@@ -135,6 +137,25 @@ def test_equally_fast_configurations_rank_the_cheaper_first(tmp_path):
                          <= best["predicted_epoch_time_s"] * 1.01) & result.table["feasible"]]
     assert len(same) > 1
     assert best["gpu_hours_per_epoch"] == same["gpu_hours_per_epoch"].min()
+
+
+def test_confirmed_in_the_closed_forms_own_order_raise_no_note(tmp_path, capsys):
+    """A new user's trial: sync rounds of 16 V100s, mini-batch 1,024: 4 x 4,
+    8 x 2 and 16 x 1 GPUs at sub-batch 64 are predicted within 0.01 % of
+    one another, one speed class, ranked by GPU-hours by both the closed
+    form and the simulation; the plan said the simulation ordered them
+    differently, reading the raw predicted times."""
+    scenario = tmp_path / "v100.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "workload": {"model": "resnet50", "dataset_samples": 1281167, "sub_batch": 32},
+        "cluster": {"gpu": "V100", "gpus_per_node": 4, "nodes": 4, "network": "ib-edr"},
+        "algorithm": {"kind": "sync"}, "stop": {"epochs": 0.02}}))
+    result = plan(scenario, 1024, confirm=3, max_gpus=16)
+    assert result.confirmed == 3 and result.order_agrees
+    assert list(result.table.head(3)["nodes"]) == [4, 8, 16]
+    assert main(["plan", str(scenario), "--target-minibatch", "1024", "--max-gpus", "16",
+                 "--out", str(tmp_path / "plan")]) == 0
+    assert "orders the confirmed" not in capsys.readouterr().out
 
 
 def test_a_candidate_over_the_budget_is_refused_before_any_simulation(tmp_path, capsys,

@@ -717,12 +717,25 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
         raise ScenarioError(source, problems) from None
 
 
+#: the keys of ``stop`` that end a run (the first reached does)
+STOP_CONDITIONS = ("epochs", "gradients", "updates", "time")
+
+
 def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:
-    """A copy of the raw scenario mapping with dotted-key overrides set."""
+    """A copy of the raw scenario mapping with dotted-key overrides set. A
+    stop condition set (``stop.gradients``) replaces the file's others
+    (its warm-up stays): the run stops at the first reached, so a file's
+    ``epochs: 1`` kept beside ``--set stop.gradients=80074`` would end the
+    run at half of what was asked, without a word (a new user's trial)."""
     if not isinstance(overrides, dict):
         raise TypeError(f"overrides: expected a mapping of dotted keys to values, such as "
                         f"{{'workload.sub_batch': 64}}, got {type(overrides).__name__}")
     data = _deep_copy(data)
+    conditions = {str(k)[len("stop."):] for k in overrides
+                  if str(k).startswith("stop.")} & set(STOP_CONDITIONS)
+    if conditions and isinstance(data.get("stop"), dict):
+        data["stop"] = {k: v for k, v in data["stop"].items()
+                        if k not in STOP_CONDITIONS or k in conditions}
     for dotted, value in overrides.items():
         keys = str(dotted).split(".")
         if not all(key.strip() for key in keys):

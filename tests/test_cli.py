@@ -118,6 +118,19 @@ def test_set_and_seed_override_the_file(tmp_path):
     assert set(pd.read_parquet(out / "gradients.parquet")["samples"]) == {64}
 
 
+def test_a_stop_set_on_the_command_line_replaces_the_files(tmp_path):
+    """A new user's trial: a file's epochs kept beside --set stop.gradients
+    ended the run at whichever came first, without a word."""
+    scenario = small(tmp_path, **{"stop.epochs": 0.001, "stop.warmup": {"updates": 5}})
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "--out", str(out), "--set", "stop.gradients=300"]) == 0
+    resolved = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert resolved["stop"]["gradients"] == 300 and resolved["stop"].get("epochs") is None
+    assert resolved["stop"]["warmup"] == {"updates": 5}
+    # (SPRINT: the update that reaches 300 applies its whole window)
+    assert 300 <= len(pd.read_parquet(out / "gradients.parquet")) < 400
+
+
 def test_predict_json_is_the_analytic_object(tmp_path, capsys):
     assert main(["predict", str(small(tmp_path)), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -56,7 +56,7 @@ __all__ = ["Plan", "Shape", "plan", "candidate_raw", "SUB_BATCHES", "COLUMNS", "
 SUB_BATCHES = (8, 16, 32, 64, 128, 256)
 COLUMNS = ["rank", "nodes", "gpus_per_node", "sub_batch", "feasible", "predicted_epoch_time_s",
            "predicted_minibatch_mean", "simulated_epoch_time_s", "simulated_minibatch_mean",
-           "predicted_staleness_mean", "gpu_hours_per_epoch", "fits_memory"]
+           "predicted_staleness_mean", "gpu_hours_per_epoch", "fits_memory", "seed"]
 #: the most combinations of the groups' node counts a mixed plan ranks (each
 #: with every cap on GPUs per node, sub-batch and knob value, by the closed form)
 MAX_BOOKINGS = 1024
@@ -342,6 +342,9 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
             i = index_of[point]
             table.loc[i, "simulated_epoch_time_s"] = row["epoch_time_s"]
             table.loc[i, "simulated_minibatch_mean"] = row["minibatch_mean"]
+            # the simulation's own seed (the scenario's and the candidate's): a run
+            # with --seed and the candidate's --set gives its figures again
+            table.loc[i, "seed"] = row["seed"]
             table.loc[i, "feasible"] = within(row["minibatch_mean"], row["staleness_mean"])
             if table.loc[i, "feasible"]:
                 confirmed.append(i)
@@ -360,6 +363,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         run_on_dask(raw, source, [table.loc[i, "point"] for i in first], finished,
                     workers=workers, scheduler=scheduler, apply=candidate_raw, client=client)
 
+    table["seed"] = table["seed"].astype("Int64")
     simulated = table["simulated_epoch_time_s"].notna()
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from asgdsim import load_scenario, predict
+from asgdsim import load_scenario, predict, simulate
 from asgdsim.cli import main
 from asgdsim.plan import COLUMNS, SUB_BATCHES, plan
 from asgdsim.scenario import scenario_from_dict
@@ -153,6 +153,14 @@ def test_confirmed_in_the_closed_forms_own_order_raise_no_note(tmp_path, capsys)
     result = plan(scenario, 1024, confirm=3, max_gpus=16)
     assert result.confirmed == 3 and result.order_agrees
     assert list(result.table.head(3)["nodes"]) == [4, 8, 16]
+    # each confirmed figure is a run's, its seed in the table (and plan.csv)
+    best = result.table.iloc[0]
+    again = simulate(load_scenario(scenario, {"cluster.nodes": int(best.nodes),
+                                              "cluster.gpus_per_node": int(best.gpus_per_node),
+                                              "workload.sub_batch": int(best.sub_batch)}),
+                     seed=int(best.seed))
+    assert again.summary["epoch_time_s"] == best.simulated_epoch_time_s
+    assert result.table["seed"].iloc[3:].isna().all()
     assert main(["plan", str(scenario), "--target-minibatch", "1024", "--max-gpus", "16",
                  "--out", str(tmp_path / "plan")]) == 0
     assert "orders the confirmed" not in capsys.readouterr().out

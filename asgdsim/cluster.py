@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import simpy
 
-from .components.link import Hold, Link, Path
+from .components.link import Hold, Link, Path, StageSeconds
 
 if TYPE_CHECKING:
     from .components.weights import Weights
@@ -87,7 +87,8 @@ class Cluster:
             ports = [link(n) for n in names if not is_fabric(n)]
             fabric = [link(n) for n in names if is_fabric(n)]
             return (Path(env, ports, fabric, topology.fabric_share),)
-        resolved = ((topology.holds(stage, learner), topology.duration_s(stage, learner))
+        resolved = ((topology.holds(stage, learner),
+                     StageSeconds(topology.duration_s(stage, learner), stage.name))
                     for stage in stages)
         return tuple((hold(names), duration) for names, duration in resolved if names is not None)
 

@@ -44,12 +44,14 @@ class _Bound:
 class Intervals:
     """One track's intervals: start, end (simulated seconds) and a value
     whose meaning is the track's (a transfer's asked-for duration, which
-    phase of a cycle)."""
+    phase of a cycle), and the stage a transfer serves where its duration
+    names it (components.link.StageSeconds), else ''."""
 
-    __slots__ = ("start", "end", "value", "bound")
+    __slots__ = ("start", "end", "value", "stage", "bound")
 
     def __init__(self, bound: _Bound):
         self.start, self.end, self.value = array("d"), array("d"), array("d")
+        self.stage: list[str] = []
         self.bound = bound
 
     def add(self, start: float, end: float, value: float) -> None:
@@ -59,6 +61,7 @@ class Intervals:
         self.start.append(start)
         self.end.append(end)
         self.value.append(value)
+        self.stage.append(getattr(value, "stage", ""))
         bound.left -= 1
         if bound.left == 0:
             # full: keep only what starts up to here, so the kept part is a

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .structure import COLOCATED, loop_of
+from .structure import COLOCATED, loop_of, topology_of
 
 if TYPE_CHECKING:
     from .simulation import Result
@@ -120,12 +120,15 @@ class _Slice:
 
 
 def _stage_names(result: Result) -> dict[tuple[str, float], str]:
-    """(link kind, duration asked for) -> the loop stage(s) it can be."""
+    """(link kind, duration asked for) -> the loop stage(s) it can be: for a
+    transfer whose duration did not name its stage."""
     loop = loop_of(result.scenario, result.costs)
+    # a colocated shard's server ports are its node's
+    colocated = topology_of(result.scenario).colocated
     names: dict[tuple[str, float], set[str]] = defaultdict(set)
     for stage in loop.stages:
         for kind in stage.holds:
-            for k in {kind, COLOCATED.get(kind, kind)}:
+            for k in {kind, COLOCATED.get(kind, kind) if colocated else kind}:
                 names[(k, round(stage.duration_s, 15))].add(stage.name.replace("_", " "))
     return {key: " / ".join(sorted(v)) for key, v in names.items()}
 
@@ -236,7 +239,8 @@ def trace_events(result: Result, window_s: tuple[float, float] = (0.0, math.inf)
         kind = name.partition("[")[0]
         start, end, asked = track.columns()
         for i in np.flatnonzero((start <= hi) & (end >= lo)).tolist():
-            label = stages.get((kind, round(float(asked[i]), 15)), kind.replace("_", " "))
+            label = (track.stage[i].replace("_", " ")
+                     or stages.get((kind, round(float(asked[i]), 15)), kind.replace("_", " ")))
             tracks[(pid, tid)].append(_Slice(pid, tid, label, float(start[i]), float(end[i])))
 
     # updates: each update component's intervals, matched to the versions

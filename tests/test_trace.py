@@ -150,6 +150,29 @@ def test_tracing_changes_no_number(scenario):
     assert plain.summary["simulated_time_s"] == res.summary["simulated_time_s"]
 
 
+@pytest.mark.parametrize("placement", ["dedicated", "colocated"])
+def test_each_transfer_is_named_after_its_stage(tmp_path, scenario, placement):
+    """A new user's trial: with a weights' pull and a gradient's push of
+    one size, every slice on a node's ports read 'pull / push' and every
+    host-link slice 'gradient to host / weights to gpu' (the trace matched
+    stages by link and duration): each transfer now carries its stage."""
+    sc = scenario(algorithm={"kind": "sync", "servers": 2, "placement": placement},
+                  cluster__nodes=2, timing__communication="modelled", stop__gradients=40)
+    res, trace = traced(sc)
+    events = check_format(load(trace, res, tmp_path))
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e["name"] == "thread_name"}
+    names = defaultdict(set)
+    for e in events:
+        if e["ph"] == "X" and (e["pid"], e["tid"]) in threads:
+            names[threads[e["pid"], e["tid"]].partition("[")[0]].add(e["name"])
+    assert not any(" / " in n for kinds in names.values() for n in kinds), dict(names)
+    assert {"gradient to host", "weights to gpu"} <= names["host_link"]
+    assert names["port_out"] >= {"push"} and names["port_in"] >= {"pull"}
+    if placement == "dedicated":
+        assert names["port_out"] == {"push"} and names["port_in"] == {"pull"}
+
+
 def test_a_sprint_trace_has_a_process_per_node_and_their_update_threads(tmp_path, scenario):
     sc = scenario(algorithm__kind="sprint", cluster__nodes=3, cluster__gpus_per_node=2,
                   timing__communication="modelled", stop__gradients=40)

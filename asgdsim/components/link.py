@@ -36,7 +36,7 @@ import simpy
 
 from ..booking import book, book_crossing, crossing, slot
 
-__all__ = ["Link", "Path", "starts_at", "transfer_over", "Hold", "run_stages"]
+__all__ = ["Link", "Path", "StageSeconds", "starts_at", "transfer_over", "Hold", "run_stages"]
 
 
 class Link:
@@ -157,6 +157,21 @@ class Path:
             link.busy_s += end - start
         for link, (begin, done) in zip(self.fabric, spans):
             link.busy_s += done - begin
+
+
+class StageSeconds(float):
+    """A stage's duration that carries the stage's name: a traced link
+    records it beside the transfer (timeline.Intervals), so the trace names
+    a transfer after its stage even where two stages of one size use the
+    same link (a weights' pull and a gradient's push). Arithmetic on it
+    gives plain floats; nothing but the trace reads the name."""
+
+    __slots__ = ("stage",)
+
+    def __new__(cls, seconds: float, stage: str) -> StageSeconds:
+        value = super().__new__(cls, seconds)
+        value.stage = stage
+        return value
 
 
 #: one stage of a learner's loop, resolved: the links it holds and for how long

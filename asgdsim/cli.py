@@ -227,8 +227,8 @@ SYMBOLS = {"G": "GPUs", "M": "learners", "P": "learners of a round", "m": "mean 
 def _symbols(laws: dict[str, str]) -> list[str]:
     """The key to the letters the printed laws use, if they use any."""
     words = set(re.findall(r"\b[A-Za-z]+\b", " ".join(laws.values())))
-    used = [f"{k} {v}" for k, v in SYMBOLS.items() if k in words]
-    return [f"  where {'; '.join(used)}"] if used else []
+    used = [f"{k} = {v}" for k, v in SYMBOLS.items() if k in words]
+    return [f"  in the laws above: {'; '.join(used)}"] if used else []
 
 
 def _tracing(args: argparse.Namespace) -> bool:
@@ -1082,7 +1082,7 @@ def _parser() -> argparse.ArgumentParser:
     pred.set_defaults(func=cmd_predict)
 
     timing = sub.add_parser("timing", help="per-layer forward and backward times of a model on a GPU",
-                            description="print each layer's forward and backward seconds of a "
+                            description="print each layer's forward and backward times (ms) of a "
                             "catalog model on a catalog GPU at a sub-batch, and where each figure "
                             "comes from (a kernel table or the calibrated roofline)")
     timing.add_argument("gpu", help="catalog GPU name, e.g. K80")

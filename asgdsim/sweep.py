@@ -130,8 +130,9 @@ def check_points(raw: dict, source: str, points: Iterable[Point], what: str = "g
     the first over the limits, named: a sweep must not run for minutes and
     then find its last point too big."""
     for point in points:
-        scenario = point_scenario(raw, source, point, apply)
+        # a value the point sets that the scenario refuses is the point's
         with naming(source, point, what):
+            scenario = point_scenario(raw, source, point, apply)
             budget.check(scenario, source, max_events, max_memory)
 
 

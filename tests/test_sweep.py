@@ -177,6 +177,10 @@ def test_a_point_over_the_budget_is_refused_before_any_runs(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert "cluster.nodes: grid point cluster.nodes=4000: " in err and "32,000" in err
     assert not out.exists()
+    # a value the scenario refuses is the point's, not the file's (a new user's trial)
+    assert main(["sweep", str(SCENARIO), "--grid", "cluster.nodes=1,two", "--out", str(out)]) == 2
+    assert "cluster.nodes: grid point cluster.nodes=two: expected a valid integer" in \
+        capsys.readouterr().err
 
 
 def test_overwrite_replaces_the_sweeps_files_and_keeps_the_users(tmp_path, monkeypatch):

@@ -317,7 +317,9 @@ def _count_law(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
     scipy.stats: a SPRINT prediction needs a few hundred of them, and the
     frozen-distribution machinery cost 90 us each."""
     low, frac = math.floor(mean), mean - math.floor(mean)
-    if var <= frac * (1 - frac) + 1e-9 or mean <= 0:
+    # (a mean of next to nothing is nothing: a negative binomial of such a
+    # mean and a wide variance has a tail past any lattice)
+    if var <= frac * (1 - frac) + 1e-9 or mean <= 1e-9:
         return np.array([low, low + 1]), np.array([1 - frac, frac])
     p = 1.0 - var / mean
     # support out to 14 standard deviations, and for a negative binomial past
@@ -550,6 +552,14 @@ def _resolved(topology: Topology, stages, learner: int) -> list[Walk]:
     return [(names, duration) for names, duration in resolved if names is not None]
 
 
+#: steps a learner within which an ideal async run's end is the exact k-th
+#: event of renewal processes started together (kth_event_mean), not renewal's start
+SHORT_RUN_ROUNDS = 16
+#: the share of M - 1 that a run's start and stop may take off the mean
+#: staleness ((M - 1) M (1 + c^2) / 2n) before the first-order law is said
+#: not to hold, for steps more varied than exponential ones
+FIRST_ORDER_SHARE = 0.25
+
 #: seeded rounds of the learners' turns at a saturated port (:func:`_turns_walked`)
 #: (each learner's first 2 turns let the schedule settle; the rest are measured)
 TURN_REPLICAS, TURN_DRAWS, TURNS_EACH = 64, 8192, 10
@@ -683,6 +693,13 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         arrival = k * per_gradient + start
         if _ideal(sc) and m == 1:
             arrival = k * law.mean
+        elif (_ideal(sc) and bound == "gpu" and not law.is_constant and m > 1
+              and k <= SHORT_RUN_ROUNDS * m):
+            # a short run: the k-th event of M renewal processes started
+            # together, exactly; renewal's start, (1 - cv^2) / 2 cycles,
+            # holds only many steps in (gamma steps of cv 3, 32 learners, 120
+            # gradients: a start of -4 cycles put the run's end before 0)
+            arrival = kth_event_mean(law, m, int(math.ceil(k)))[0]
         elif law.is_constant and bound == "gpu" and m > 1:
             # fixed steps that nothing shared holds apart stay in phase: the
             # k-th gradient ends the round it is in (half a cycle late is the
@@ -710,19 +727,21 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
                 topo, loop, law.mean, costs.server_update_s, 1, 1, applies, k / m)[0])
         return arrival, epoch_law, extra
 
-    arrival, epoch_law, extra = arrival_of(n)
-    if run.time_s is not None:
+    if run.time_s is None:
+        arrival, epoch_law, extra = arrival_of(n)
+    else:
         # the gradients by the stop's time: the last that comes within it
-        # (the steady pace from 0 counts the start's lost time as gradients:
+        # (the steady pace from 0 counts the start's time as gradients:
         # async, 8 learners, a 1 s stop: 30 against the run's 26; a hunt)
-        while n > 1 and arrival > run.time_s:
-            n = max(1, n - max(1, math.ceil((arrival - run.time_s) / per_gradient)))
-            arrival, epoch_law, extra = arrival_of(n)
+        n, (arrival, epoch_law, extra) = _last_within(
+            arrival_of, n, run.time_s, per_gradient,
+            run.target_gradients if run.target_gradients < math.inf else run.updates)
     laws.update(extra)
     t_last = arrival
-    if run.time_s is not None:
-        t_last = min(t_last, run.time_s)
-    gradients = min(n, t_last / per_gradient)
+    gradients = n
+    if run.time_s is not None and arrival > run.time_s:      # not even the first
+        t_last = run.time_s
+        gradients = min(n, t_last / per_gradient)
     # staleness: a learner's gradients together saw every update of the
     # others from the start to its last apply. In steady state that is M - 1
     # per gradient for any law; the others started with it (renewal lag
@@ -745,9 +764,10 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         # saw fewer: the first-order law above has no room for it)
         staleness, by_rank = _mixture([(1.0, *_first_round(m, gradients, batch))]), True
         staleness_law = "approximation: the first round's ranks, every gradient on the first weights"
-        laws.update(_outside(f"{OUTSIDE}: the run ends within the learners' first round "
-                             f"({gradients:g} gradients of {m} learners), and the closed form "
-                             "has no staleness law for a run that is all start"))
+        laws.update(_outside(_all_start(m, gradients, c2) or (
+            f"{OUTSIDE}: the run ends within the learners' first round ({gradients:g} "
+            f"gradients of {m} learners), and the closed form has no staleness law for a run "
+            "that is all start")))
     elif _ideal(sc) and _is_exponential(law):
         p = 1.0 / (1.0 + mean)
         k, width = lattice(0, math.ceil(math.log(1e-13) / math.log1p(-p)) + 1)
@@ -758,6 +778,7 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         staleness, by_rank = _async_staleness(m, gradients, mean, c2, batch, missed), True
         staleness_law = ("approximation: the first round's ranks, then M - 1 less the "
                          "run's stop, with the variance of a renewal count")
+        laws.update(_outside(_all_start(m, gradients, c2)))
     if batch > 1 and not by_rank:
         staleness = batched_staleness(staleness, batch, missed)
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
@@ -769,6 +790,56 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         steady_throughput_samples_per_s=sc.workload.sub_batch / per_gradient,
         staleness=staleness, gradients_per_update=Pmf.point(1), laws=laws,
         gradients=gradients, updates=gradients)
+
+
+def _all_start(m: int, gradients: float, c2: float) -> str | None:
+    """Why the start-and-stop correction of async's staleness, first order
+    in M (1 + c^2) / 2n, does not hold: steps more varied than exponential
+    ones over a run short enough that it takes more than FIRST_ORDER_SHARE
+    of M - 1 (gamma steps of cv 3, 32 learners, 120 gradients: 14.4
+    simulated, the correction took all of it); or None."""
+    share = m * (1.0 + c2) / (2.0 * max(gradients, 1.0))
+    if m > 1 and c2 > 1.0 and gradients >= m and share > FIRST_ORDER_SHARE:
+        return (f"{OUTSIDE}: steps this varied (cv {math.sqrt(c2):.2g} a cycle) make a run of "
+                f"{gradients / m:.3g} gradients a learner mostly its start, a burst of short "
+                "steps and a long one, where the closed form's staleness takes the start and "
+                "stop to first order")
+    return None
+
+
+def _last_within(time_of, guess: int, time_s: float, spacing: float,
+                 limit: float | None = None) -> tuple[int, tuple]:
+    """The largest count n >= 1 (and at most ``limit``) whose time
+    ``time_of(n)[0]`` (growing with n) is within ``time_s``, and
+    ``time_of(n)``; from a ``guess``, in steps of about ``spacing`` apart,
+    then by bisection. A count none of whose times is within the stop is 1."""
+    limit = math.inf if limit is None else limit
+    seen: dict[int, tuple] = {}
+
+    def at(k: int) -> tuple:
+        if k not in seen:
+            seen[k] = time_of(k)
+        return seen[k]
+
+    n = int(max(1, min(guess, limit)))
+    if at(n)[0] > time_s:
+        high = n
+        while n > 1 and at(n)[0] > time_s:
+            high, n = n, max(1, n - max(1, math.ceil((at(n)[0] - time_s) / spacing)))
+        if at(n)[0] > time_s:
+            return n, at(n)
+    else:
+        high, jump = n, 1
+        while high < limit and at(high)[0] <= time_s:
+            n = high
+            jump = max(jump, math.floor((time_s - at(high)[0]) / spacing))
+            high, jump = int(min(high + jump, limit)), 2 * jump
+        if at(high)[0] <= time_s:
+            return high, at(high)
+    while high - n > 1:
+        middle = (n + high) // 2
+        n, high = (middle, high) if at(middle)[0] <= time_s else (n, middle)
+    return n, at(n)
 
 
 def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
@@ -1170,17 +1241,19 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
             reshuffled = _reshuffled(util, law, cycle / m) or tied
         return t_last, epoch_law, fixed, reshuffled, first_only
 
-    t_last, epoch_law, fixed, reshuffled, first_only = last_of(updates)
-    if run.time_s is not None:
+    if run.time_s is None:
+        t_last, epoch_law, fixed, reshuffled, first_only = last_of(updates)
+    else:
         # the messages by the stop's time: the last that comes within it
-        # (the steady pace from 0 counts the start's lost time as messages:
+        # (the steady pace from 0 counts the start's time as messages:
         # 8 learners, n_push 2, a 3 s stop: 8 % short; a hunt)
-        while updates > 1 and t_last > run.time_s:
-            updates = max(1, updates - max(1, math.ceil((t_last - run.time_s) / per_update)))
-            t_last, epoch_law, fixed, reshuffled, first_only = last_of(updates)
+        limit = math.ceil(run.target_gradients / n_push) if run.target_gradients < math.inf \
+            else run.updates
+        updates, (t_last, epoch_law, fixed, reshuffled, first_only) = _last_within(
+            last_of, updates, run.time_s, per_update, limit)
     run_steps = updates * n_push / m
-    if run.time_s is not None:
-        t_last = min(t_last, run.time_s)
+    if run.time_s is not None and t_last > run.time_s:       # not even the first
+        t_last = run.time_s
         updates = min(updates, max(1.0, t_last / per_update))
     if fixed is not None:
         # (a schedule that hangs on its ties is the simulator's only while they hold)
@@ -2536,8 +2609,8 @@ MANY_GPUS = 16_384
 #: windows of up to this many mean steps take each GPU's count law itself
 #: (_renewal_count); longer ones its first two moments, which the central limit makes enough
 EXACT_WINDOW_STEPS = 16
-#: quantiles of a sum of steps averaged over in _renewal_count
-WINDOW_QUANTILES = 1024
+#: cells of a window in _renewal_count: a step's law and its sums are held on them
+WINDOW_CELLS = 4096
 
 
 @functools.lru_cache(maxsize=256)
@@ -2546,36 +2619,56 @@ def _renewal_count(law, window: float) -> np.ndarray:
     whose steps of ``law`` form a stationary renewal process: the first
     comes after the forward recurrence time A, whose cdf is
     G(x) = (x - E[(x - X)+]) / m, the n-th n - 1 steps S later, so
-    P(N >= n) = E[G(window - S)], averaged over S's quantiles (exact for
-    n = 1). A long-tailed law clusters its deliveries: gamma steps of cv 1.5
-    leave 4 GPUs' window of 0.37 steps empty far more often than the
-    binomial of one delivery at most a GPU says (mini-batch 71 simulated,
-    56 by the binomial; a hunt)."""
-    m = law.mean
-    levels = (np.arange(WINDOW_QUANTILES) + 0.5) / WINDOW_QUANTILES
+    P(N >= n) = E[G(window - S)] (exact for n = 1). The step's mass is held
+    on the window's cells (its cdf's differences, any law: a mixture's, a
+    measured sample's) and its sums convolved there by FFT, each sum of k
+    steps k / 2 cells on from its cells' indices. A long-tailed law
+    clusters its deliveries: gamma steps of cv 1.5 leave 4 GPUs' window of
+    0.37 steps empty far more often than the binomial of one delivery at
+    most a GPU says (mini-batch 71 simulated, 56 by the binomial; a hunt)."""
+    m, h = law.mean, window / WINDOW_CELLS
 
     def G(x: np.ndarray) -> np.ndarray:
         x = np.maximum(x, 0.0)
         return (x - np.asarray(law.partial_expectation(x), dtype=float)) / m
 
     first = float(G(np.array(window)))
-    at_least = [first]
-    while at_least[-1] > 1e-13:
-        sums = law.sum_of(len(at_least)).quantiles(levels)
-        at_least.append(min(at_least[-1], float(np.mean(G(window - sums)))))
-    # the mean, the sum of P(N >= n), is window / m exactly; the quantiles'
-    # and the sums' small errors (0.1 % at 16 steps) are taken out of
-    # n >= 2 by a power of P(N >= n) / P(N >= 1), which keeps them in order
+    if first <= 0:
+        return np.array([1.0])
+    step = np.diff(np.asarray(law.cdf(h * np.arange(WINDOW_CELLS + 1)), dtype=float))
+    step[0] += float(law.cdf(0.0))             # an atom at 0, if any
+    # G at the window less every half cell: a sum of k steps in cell i is at
+    # (i + k / 2) h, half cell 2 i + k (past the window, the last: G(0) = 0)
+    halves = G(window - 0.5 * h * np.arange(2 * WINDOW_CELLS + 1))
+    twice = 2 * np.arange(WINDOW_CELLS)
+    at_least, sums, k = [first], step, 1
+    while at_least[-1] > 1e-13 and sums.sum() > 1e-13:
+        beyond = np.take(halves, twice + k, mode="clip")
+        at_least.append(min(at_least[-1], float(sums @ beyond)))
+        sums, k = np.clip(_convolve(sums, step)[:WINDOW_CELLS], 0.0, None), k + 1
+    # the mean, the sum of P(N >= n), is window / m exactly; the cells'
+    # small errors are taken out of n >= 2 by a power of P(N >= n) / P(N >= 1),
+    # which keeps them in order
     tail = np.array(at_least[1:]) / first
     sure = tail >= 1.0                    # P(N >= n) = P(N >= 1): no error to take out
     goal = (window / m - first) / first - sure.sum()
     if 0 < goal < (~sure).sum() and tail[~sure].sum() > 0:
-        from scipy.optimize import brentq
-
-        power = brentq(lambda p: float(np.sum(tail[~sure] ** p)) - goal, 1e-3, 1e3)
-        tail[~sure] **= power
+        # the sum falls as the power grows: bisect its logarithm
+        low, high = math.log(1e-3), math.log(1e3)
+        for _ in range(60):
+            middle = (low + high) / 2
+            low, high = ((middle, high) if np.sum(tail[~sure] ** math.exp(middle)) > goal
+                         else (low, middle))
+        tail[~sure] **= math.exp((low + high) / 2)
         at_least[1:] = list(first * tail)
     return -np.diff([1.0, *at_least, 0.0])
+
+
+def _convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The full linear convolution of two non-negative arrays, by FFT."""
+    size = len(a) + len(b) - 1
+    fast = 1 << (size - 1).bit_length()        # a power of two: 8,191 is a prime
+    return np.fft.irfft(np.fft.rfft(a, fast) * np.fft.rfft(b, fast), fast)[:size]
 
 
 def _gradients_per_cycle(g: int, ratio: float, cv: float, exponential: bool,
@@ -2586,15 +2679,17 @@ def _gradients_per_cycle(g: int, ratio: float, cv: float, exponential: bool,
     process seen through a window of length T:
 
     - exponential steps: Poisson(g ratio), exact;
-    - nearly constant steps: each GPU delivers floor(ratio) or one more, the
-      extra with probability frac(ratio) (its phase is uniform), so the count
-      is g floor(ratio) + Binomial(g, frac(ratio));
-    - a window of up to EXACT_WINDOW_STEPS steps of any other ``law`` (the
-      GPU's cycle, mean T / ratio): each GPU's count law (``_renewal_count``),
-      the g GPUs' sum by convolution, or past MAX_SUPPORT values a count law
-      of its two moments;
-    - otherwise the binomial variance plus the renewal variance
-      g (ratio - 1)+ cv^2, in a count law of those two moments (``_count_law``).
+    - a window of up to EXACT_WINDOW_STEPS steps of any other random
+      ``law`` (the GPU's cycle, mean T / ratio): each GPU's count law
+      (``_renewal_count``), the g GPUs' sum by convolution, or past
+      MAX_SUPPORT values a count law of its two moments;
+    - longer windows, or no ``law`` given (a constant one included): nearly
+      constant steps (the renewal variance below a tenth of the lattice's)
+      deliver floor(ratio) or one more a GPU, the extra with probability
+      frac(ratio) (its phase is uniform), g floor(ratio) +
+      Binomial(g, frac(ratio)); others the binomial variance plus the
+      renewal variance g (ratio - 1)+ cv^2, in a count law of those two
+      moments (``_count_law``).
 
     Returns (probabilities, counts, description).
     """

@@ -214,14 +214,16 @@ def _async_rates(scenario, costs, whole, classes, distinct):
     geometric, in steady state with p_i its share of that sum, and the law
     their mixture weighted by each one's share of the gradients. A run's
     start and stop move each learner's mean to first order (:func:`_run_means`)."""
-    from .analytic import _is_exponential, few_gradients
+    from .analytic import Run, _is_exponential, few_gradients
     from .pmf import Pmf, lattice
 
     total = sum(distinct.values())
     rates = {law: 1.0 / law.mean for law in distinct}
     rate = sum(n * rates[law] for law, n in distinct.items())
     scale = (total / costs.compute.mean) / rate
-    means, shares = _run_means(distinct, whole.gradients)
+    run = Run.of(scenario)
+    stop = run.target_gradients if run.target_gradients < math.inf else run.updates
+    means, shares, gradients = _run_means(distinct, stop, run.time_s)
     out = dict(whole.laws)
     if all(_is_exponential(law) for law in distinct):
         # learners of one law are alike: a geometric law each, of its mean
@@ -245,36 +247,55 @@ def _async_rates(scenario, costs, whole, classes, distinct):
         out["staleness"] = ("approximation: identical learners' law (its mean, L - 1, holds "
                             "for any rates in steady state)")
     out["epoch_time"] = "exact mean: the learners' gradient rates summed"
-    if "assumptions" not in out and (few := few_gradients(whole.gradients, total)):
+    if "assumptions" not in out and (few := few_gradients(gradients, total)):
         out["assumptions"] = few
+    # the run's gradients at the learners' own rates (a time stop's are
+    # not the mean law's); the epoch, the time of the last over them
     return replace(whole, t_update_s=whole.t_update_s * scale,
                    epoch_time_s=whole.epoch_time_s * scale,
                    steady_throughput_samples_per_s=whole.steady_throughput_samples_per_s / scale,
-                   staleness=staleness, laws=out, groups=_group_figures(scenario, classes, "async"))
+                   staleness=staleness, laws=out, groups=_group_figures(scenario, classes, "async"),
+                   gradients=gradients, updates=gradients)
 
 
-def _run_means(distinct, gradients: float):
-    """Each law's mean staleness over a run of ``gradients`` from a common
-    start, and its share of them. Learner i's gradients together saw every
-    other learner's applies up to its last, at time T less its age at the
-    stop (m_i (1 + c_i^2) / 2 on average); learner j applies
-    t / m_j + (c_j^2 - 1) / 2 by time t, and T makes the applies ``gradients``.
-    For identical learners this is async's (M - 1)(1 - M (1 + c^2) / 2n); in
-    steady state (R - r_i) m_i. 128 exponential learners, two of them half
-    as fast, 2 gradients a learner: 74 simulated, 127 in steady state."""
-    c2 = {law: law.var / law.mean ** 2 for law in distinct}
-    lag = {law: (c2[law] - 1.0) / 2.0 for law in distinct}      # applies ahead of t / m
-    rate = sum(n / law.mean for law, n in distinct.items())
-    lags = sum(n * lag[law] for law, n in distinct.items())
-    until = max((gradients - lags) / rate, 0.0)
+def _run_means(distinct, gradients: float | None, time_s: float | None):
+    """Each law's mean staleness over a run from a common start that stops
+    after ``gradients`` or at ``time_s`` (the first), its share of the run's
+    gradients, and their count. Learner j applies
+    M_j(t) = t / m_j + lag_j (1 - exp(-t / m_j)) by time t (0 at the start,
+    the renewal function's asymptote, lag_j = (c_j^2 - 1) / 2, beyond a few
+    steps); learner i's gradients together saw every other learner's applies
+    up to its last, at T less its age at the stop (m_i (1 + c_i^2) / 2 on
+    average). For identical learners the mean is async's
+    (M - 1)(1 - M (1 + c^2) / 2n) to first order; in steady state
+    (R - r_i) m_i. 128 exponential learners, two of them half as fast, 2
+    gradients a learner: 74 simulated, 127 in steady state."""
+    lag = {law: (law.var / law.mean ** 2 - 1.0) / 2.0 for law in distinct}
+
+    def applied(law, t: float) -> float:
+        return t / law.mean + lag[law] * -math.expm1(-t / law.mean)
+
+    def total(t: float) -> float:
+        return sum(n * applied(law, t) for law, n in distinct.items())
+
+    until = math.inf if time_s is None else time_s
+    if gradients is not None and total(until) > gradients:
+        # M_j grows with t (lag_j >= -1/2): bisect for the time of the run's gradients
+        low, high = 0.0, max(law.mean for law in distinct)
+        while total(high) < gradients:
+            low, high = high, 2 * high
+        for _ in range(100):
+            middle = (low + high) / 2
+            low, high = (middle, high) if total(middle) < gradients else (low, middle)
+        until = high
     means, shares = {}, {}
     for law, n in distinct.items():
-        own = max(until / law.mean + lag[law], 1e-9)
-        last = max(until - law.mean * (1.0 + c2[law]) / 2.0, 0.0)
-        seen = (rate - 1.0 / law.mean) * last + (lags - lag[law])
-        means[law], shares[law] = max(seen, 0.0) / own, n * own
+        own = applied(law, until)
+        last = max(until - law.mean * (1.0 + lag[law]), 0.0)     # its age: m (1 + c^2) / 2
+        seen = sum(k * applied(other, last) for other, k in distinct.items()) - applied(law, last)
+        means[law], shares[law] = (seen / own if own > 0 else 0.0), n * own
     whole = sum(shares.values())
-    return means, {law: share / whole for law, share in shares.items()}
+    return means, {law: share / whole for law, share in shares.items()}, whole
 
 
 def _renewal_staleness(distinct, rates, rate, means, shares):

@@ -163,8 +163,8 @@ class StageSeconds(float):
     """A stage's duration that carries the stage's name: a traced link
     records it beside the transfer (timeline.Intervals), so the trace names
     a transfer after its stage even where two stages of one size use the
-    same link (a weights' pull and a gradient's push). Arithmetic on it
-    gives plain floats; nothing but the trace reads the name."""
+    same link (a weights' pull and a gradient's push). Operators on it give
+    plain floats; nothing but the trace reads the name."""
 
     __slots__ = ("stage",)
 
@@ -172,6 +172,9 @@ class StageSeconds(float):
         value = super().__new__(cls, seconds)
         value.stage = stage
         return value
+
+    def __reduce__(self):
+        return StageSeconds, (float(self), self.stage)
 
 
 #: one stage of a learner's loop, resolved: the links it holds and for how long

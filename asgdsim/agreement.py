@@ -364,8 +364,8 @@ def _regime(sc) -> dict:
         cv = 0.0 if timing.jitter == "none" else law_from_spec(timing.jitter).cv
         law = ("constant" if cv == 0 else "jitter cv <= 0.05" if cv <= 0.05
                else "jitter cv > 0.05")
-    else:
-        law = timing.compute.distribution
+    else:       # a law, or measured steps replayed (which have no distribution's name)
+        law = getattr(timing.compute, "distribution", "empirical")
     f = sc.faults
     faults = " + ".join(name for name, on in (("stragglers", f.stragglers),
                                               ("slow learners", f.slow_learners),

@@ -1475,9 +1475,16 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         rounds = run.updates if run.updates else None
     else:
         rounds = math.ceil(n / per_round)
+    # a time stop before the first round is expected to end: a run that
+    # may have no update, whose epoch the closed form takes at one round
+    too_short = None
     if rounds is None or run.time_s is not None:
         by_time = 0 if run.time_s < first else 1 + math.floor((run.time_s - first) / steady)
         rounds = by_time if rounds is None else min(rounds, by_time)
+        if by_time == 0:
+            too_short = (f"{OUTSIDE}: the stop at {run.time_s:.3g} s comes before the first "
+                         f"round's update is expected ({first:.3g} s): the run may apply none, "
+                         "and have no epoch time; the closed form's figures are one round's")
     rounds = max(rounds, 1)
     t_last = first + (rounds - 1) * steady
     steps = "steps" if period == 1 else f"sums of {period} steps"
@@ -1506,7 +1513,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
                          "waits for which, and which parts fill the idle time the waiting "
                          "leaves, follow the learners' order, which the closed form walks only "
                          "for identical fixed steps (here at expected times, or as a progression)"
-                         if coupled else tied)},
+                         if coupled else tied, too_short)},
         gradients=rounds * per_round, updates=rounds)
 
 
@@ -2283,7 +2290,8 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
             "initial weights)"
     outside = (_random_contention(util, law, loop.overhead_s)
                or _node_contention(util, law, loop.overhead_s)
-               or _turns_reshuffled(stations, slots, law, node_cycle))
+               or _turns_reshuffled(stations, slots, law, node_cycle)
+               or _accumulated_apart(loop, util, slots, sd, T))
     # a queue's order decides the updates where windows are sparse, and the
     # waiting where the resource is busy; step noise that swaps two GPUs'
     # turns there on some steps but not on most leaves neither the
@@ -2316,6 +2324,25 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
         outside = (f"{OUTSIDE}: the run stops after {gradients / g:.2g} steps a GPU, all of "
                    "it the start, where the closed form has no staleness law for GPUs whose "
                    "first steps began together")
+    step_cv = law.std / (law.mean + loop.overhead_s)
+    if outside is None and not in_phase and step_cv > 1 and w_end < FIRST_WINDOWS:
+        # phases taken as uniform from the start: but GPUs that start
+        # together deliver by the renewal function from 0 at first, many
+        # short steps early where steps vary more than exponential ones
+        # (16 GPUs, lognormal cv 1.5, 100 gradients under a 0.6 s cycle: the
+        # run's one update of 105 to 123, staleness 0; 0.38 closed; a hunt)
+        outside = (f"{OUTSIDE}: the run ends within its first {FIRST_WINDOWS} cycles, where "
+                   f"GPUs that started together with steps this varied (cv {step_cv:.2g}) "
+                   "deliver as their renewal function from 0 says, not at the uniform phases "
+                   "the closed form takes")
+    if outside is None and tail is not None and tail.stationary and g <= 2 and step_cv > 1.5:
+        # one GPU's own earlier gradient in the window before its apply is
+        # taken from a step or two back, which clustered deliveries break
+        # (one GPU, gamma cv 3, a 50 ms cycle: 0.65 simulated, 0.94; a hunt)
+        outside = (f"{OUTSIDE}: {g} GPU{'s' if g > 1 else ''} of steps this varied (cv "
+                   f"{step_cv:.2g}) deliver in clusters, and the staleness law reads whether a "
+                   "GPU's own earlier gradient shares the window before its apply from a step "
+                   "or two back")
     if outside is not None:
         laws["assumptions"] = outside
     return Prediction(
@@ -2336,8 +2363,33 @@ REORDERED = 0.6
 #: slow steps per GPU below which stragglers move the phases by rare jumps
 RARE_JUMPS = 10
 
+#: an accumulator this busy, with uses of half a cycle or more, spaces a
+#: node's deliveries (labelled: _accumulated_apart)
+ACCUMULATOR_BUSY = 0.25
+
+#: cycles within which a SPRINT run of steps of cv above 1 is all start (labelled)
+FIRST_WINDOWS = 3
+
 #: steps per GPU below which a SPRINT run is all start (labelled)
 FIRST_STEPS_ONLY = 2
+
+
+def _accumulated_apart(loop: Loop, util: dict[str, float], slots: int, sd: float,
+                       T: float) -> str | None:
+    """Why independent counts miss a node whose accumulator, busy, takes
+    its GPUs' gradients one at a time for half a cycle or more each: the
+    node's deliveries are spaced a use apart, so a window holds fewer of
+    them together (8 V100s of gamma steps of cv 1, a 6 ms accumulator
+    under a 5 ms cycle: a mini-batch of exactly one gradient simulated,
+    1.14 closed; under 10 ms, 8.7 % apart; a hunt); or None."""
+    use = max((st.duration_s for st in loop.stages if st.holds[0] == "accumulator"), default=0.0)
+    busy = util.get("accumulator", 0.0)
+    if slots > 1 and sd > 0 and use >= T / 2 and busy >= ACCUMULATOR_BUSY:
+        return (f"{OUTSIDE}: a node's accumulator takes its GPUs' gradients one at a time "
+                f"({1e3 * use:.3g} ms each, {busy:.0%} busy) against a {1e3 * T:.3g} ms cycle: "
+                "its deliveries are spaced a use apart, which the closed form's independent "
+                "counts per window do not see")
+    return None
 
 
 def _sparse(windows: Windows, until: float, T: float) -> bool:

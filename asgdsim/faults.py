@@ -280,20 +280,30 @@ def _fixed_schedule_epoch(distinct, gradients: float | None, run) -> tuple[float
     of floor(t / m_i) reaches n; a time stop's count is that sum at its
     time. 32 learners, two of them twice as slow, 96 gradients: the summed
     rate said 10.1 s an epoch, the run and the schedule 13.0 (a hunt)."""
-    def applied(t: float) -> float:
-        return sum(n * math.floor(t / law.mean * (1 + 1e-12)) for law, n in distinct.items())
+    def steps(law, t: float) -> int:
+        return math.floor(t / law.mean * (1 + 1e-12))
 
-    rate = sum(n / law.mean for law, n in distinct.items())
-    until = math.inf if run.time_s is None else run.time_s
-    if gradients is not None:
-        low, high = 0.0, gradients / rate + max(law.mean for law in distinct)
-        for _ in range(200):
-            middle = (low + high) / 2
-            low, high = (middle, high) if applied(middle) < gradients else (low, middle)
-        until = min(until, high)
-    count = min(applied(until), math.inf if gradients is None else gradients)
-    last = max(math.floor(until / law.mean * (1 + 1e-12)) * law.mean for law in distinct)
-    return run.epoch_time(last, count), count
+    until = _stop_time(lambda t: sum(n * steps(law, t) for law, n in distinct.items()),
+                       gradients, run.time_s, max(law.mean for law in distinct))
+    count = sum(n * steps(law, until) for law, n in distinct.items())
+    count = min(count, math.inf if gradients is None else gradients)
+    return run.epoch_time(max(steps(law, until) * law.mean for law in distinct), count), count
+
+
+def _stop_time(applied, gradients: float | None, time_s: float | None, start: float) -> float:
+    """When the learners' applies ``applied(t)`` (growing with t) reach the
+    run's ``gradients``, or ``time_s`` where it comes first: bisected, from
+    a bracket doubled from ``start``."""
+    until = math.inf if time_s is None else time_s
+    if gradients is None or (until < math.inf and applied(until) <= gradients):
+        return until
+    low, high = 0.0, start
+    while applied(high) < gradients:
+        low, high = high, 2 * high
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if applied(middle) < gradients else (low, middle)
+    return min(until, high)
 
 
 def _run_means(distinct, gradients: float | None, time_s: float | None):
@@ -316,16 +326,8 @@ def _run_means(distinct, gradients: float | None, time_s: float | None):
     def total(t: float) -> float:
         return sum(n * applied(law, t) for law, n in distinct.items())
 
-    until = math.inf if time_s is None else time_s
-    if gradients is not None and total(until) > gradients:
-        # M_j grows with t (lag_j >= -1/2): bisect for the time of the run's gradients
-        low, high = 0.0, max(law.mean for law in distinct)
-        while total(high) < gradients:
-            low, high = high, 2 * high
-        for _ in range(100):
-            middle = (low + high) / 2
-            low, high = (middle, high) if total(middle) < gradients else (low, middle)
-        until = high
+    # (M_j grows with t: lag_j >= -1/2)
+    until = _stop_time(total, gradients, time_s, max(law.mean for law in distinct))
     means, shares = {}, {}
     for law, n in distinct.items():
         own = applied(law, until)

@@ -429,6 +429,10 @@ class Faults(_Spec):
     link_slowdowns: Annotated[list[LinkSlowdown], Field(min_length=1)] | None = None
 
 
+#: the keys of ``stop`` that end a run (the first reached does)
+STOP_CONDITIONS = ("epochs", "gradients", "updates", "time")
+
+
 class Stop(_Spec):
     """Stop at the first condition reached; ``warmup`` is left out of the
     staleness and mini-batch statistics (not of the epoch time)."""
@@ -443,8 +447,8 @@ class Stop(_Spec):
 
     @model_validator(mode="after")
     def _at_least_one(self) -> Stop:
-        if all(v is None for v in (self.epochs, self.gradients, self.updates, self.time)):
-            raise ValueError("expected at least one of epochs, gradients, updates, time")
+        if all(getattr(self, key) is None for key in STOP_CONDITIONS):
+            raise ValueError(f"expected at least one of {', '.join(STOP_CONDITIONS)}")
         return self
 
 
@@ -715,10 +719,6 @@ def scenario_from_dict(data: dict, overrides: dict[str, Any] | None = None,
                  for key, what in problems if (m := re.search(r"did you mean '([^']+)'", what))}
         problems = [(k, w) for k, w in problems if not (k in meant and w.startswith("required key"))]
         raise ScenarioError(source, problems) from None
-
-
-#: the keys of ``stop`` that end a run (the first reached does)
-STOP_CONDITIONS = ("epochs", "gradients", "updates", "time")
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any], source: str) -> dict:

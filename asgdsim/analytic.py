@@ -77,7 +77,12 @@ class Prediction:
     """What the closed form says of a scenario; ``summary`` is the contract's dict."""
 
     scenario: Scenario
-    t_gpu_s: float                  # one learner's mean step, data and copies included
+    #: DESIGN.md's T_gpu: a learner's mean time from one gradient to its next
+    #: as the kind's closed form lays it out: its step with data and copies,
+    #: and, where a learner waits for its own reply (async, downpour, SSP)
+    #: or for its node's links and cycle (SPRINT), those waits; a round's
+    #: wait for its slowest learner is not in it (sync, allreduce, k-sync)
+    t_gpu_s: float
     t_update_s: float               # mean time between updates
     bound: str                      # the resource that limits throughput
     epoch_time_s: float
@@ -92,6 +97,9 @@ class Prediction:
     #: a mixed cluster's groups: learners, gpu, and mean_step_s,
     #: throughput_share, staleness_mean where the closed form has them (faults.py)
     groups: tuple[dict, ...] = ()
+    #: the fastest learners' mean step with their data and copies and no
+    #: wait at all: compute and the loop's stages uncontended (:func:`learner_step_s`)
+    step_s: float = math.nan
 
     def __repr__(self) -> str:
         return (f"Prediction({self.scenario.name!r}: epoch time {self.epoch_time_s:.4g} s, "
@@ -119,6 +127,7 @@ class Prediction:
             "epoch_time_s": self.epoch_time_s,
             "throughput_samples_per_s": self.throughput_samples_per_s,
             "steady_throughput_samples_per_s": self.steady_throughput_samples_per_s,
+            "step_s": self.step_s,
             "t_gpu_s": self.t_gpu_s,
             "t_update_s": self.t_update_s,
             "bound": self.bound,
@@ -150,13 +159,29 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
 
         steady = _closed_form(scenario.model_copy(update={"stop": Stop(epochs=1)}), costs)
         try:
-            refuse_short_time(scenario, steady.t_gpu_s, steady.t_update_s)
+            refuse_short_time(scenario, learner_step_s(scenario, costs), steady.t_update_s)
         except ScenarioError as exc:
             raise ScenarioError(scenario.name, exc.problems) from None
         raise
-    if scenario.stop.warmup is None:
-        return whole
-    return _after_warmup(scenario, costs, whole, _closed_form)
+    if scenario.stop.warmup is not None:
+        whole = _after_warmup(scenario, costs, whole, _closed_form)
+    return replace(whole, step_s=learner_step_s(scenario, costs))
+
+
+def learner_step_s(scenario: Scenario, costs: Costs) -> float:
+    """The fastest learners' mean step with their data and copies, waiting
+    for nothing: the compute law's mean and the loop's stages uncontended
+    (each group its own; slow learners are not the fastest). The earliest a
+    gradient can be expected, whatever the kind."""
+    from .costs import learner_classes
+    from .structure import loops_of
+
+    loops = loops_of(scenario, costs)
+    if len(loops) == 1:
+        loops *= max(1, len(scenario.cluster.groups or ()))
+    return min(law.mean + loop.overhead_s
+               for classes, loop in zip(learner_classes(scenario, costs), loops)
+               for law in classes)
 
 
 def _closed_form(sc: Scenario, costs: Costs) -> Prediction:

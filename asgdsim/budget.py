@@ -146,7 +146,7 @@ def estimate(scenario: Scenario, prediction=None, costs=None) -> Estimate:
     summary = prediction.summary
     sub_batch = scenario.workload.sub_batch
     per_s = summary["steady_throughput_samples_per_s"] / sub_batch     # gradients per second
-    step_s = summary["t_gpu_s"]
+    step_s = summary["step_s"]             # a step waits for nothing: the earliest gradient
     cycle_s = summary["t_update_s"]
     failures = scenario.faults.failures
     if failures is not None and step_s > 0:

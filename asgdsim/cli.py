@@ -189,7 +189,10 @@ def _prediction_text(pred: Prediction) -> str:
         f"  throughput           {s['throughput_samples_per_s']:.1f} samples/s over the run "
         f"({s['steady_throughput_samples_per_s']:.1f} once started), bound by "
         f"{component_name(s['bound'])}",
-        f"  learner step         {s['t_gpu_s']:.4f} s; between updates {s['t_update_s']:.4f} s",
+        f"  learner step         {s['step_s']:.4f} s with its data and copies, waiting for "
+        f"nothing{_fastest(pred)}",
+        f"  applied              {_per_learner(pred)} gradients a second a learner, its waits "
+        f"included; an update every {s['t_update_s']:.4f} s",
         f"  staleness            mean {s['staleness']['mean']:.3f}, p50 {s['staleness']['p50']}, "
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
         f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
@@ -198,6 +201,19 @@ def _prediction_text(pred: Prediction) -> str:
         *_symbols(s["laws"]),
         *_spans_epochs(s["minibatch"]["mean"], pred.scenario.workload.dataset_samples),
     ])
+
+
+def _fastest(pred: Prediction) -> str:
+    """Whose step the line gives, where the learners' steps differ."""
+    sc = pred.scenario
+    return " (the fastest learners')" if sc.cluster.groups or sc.faults.slow_learners else ""
+
+
+def _per_learner(pred: Prediction) -> str:
+    """Gradients applied a second per learner, waits and all: a rate, so
+    that learners of different speeds average as they add."""
+    rate = pred.summary["steady_throughput_samples_per_s"] / pred.scenario.workload.sub_batch
+    return f"{rate / pred.scenario.cluster.learners:.4g}"
 
 
 def _spans_epochs(minibatch: float, dataset: int) -> list[str]:

@@ -208,7 +208,7 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
     if not limited:
         # a stop in seconds before the first gradient is no run, whatever the limits
         try:
-            refuse_short_time(scenario, prediction.t_gpu_s, prediction.t_update_s)
+            refuse_short_time(scenario, prediction.step_s, prediction.t_update_s)
         except ScenarioError as exc:
             raise ScenarioError(scenario.name, exc.problems) from None
     if limited and not early:

@@ -113,3 +113,40 @@ def test_simulate_without_limits_refuses_a_run_that_ends_before_its_first_gradie
                                "k80-sync-baseline.yaml", overrides={"stop": {"time": "10 ms"}})
     with pytest.raises(ScenarioError, match=r"stop.time: expected at least one learner step"):
         asgdsim.simulate(sc, max_events=math.inf, max_memory=math.inf)
+
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def test_a_time_stop_after_the_first_step_runs_though_the_learners_wait_longer():
+    """The refusal read the closed form's T_gpu, which for async is a
+    learner's whole cycle with its waits for a saturated server (3.91 s):
+    a stop at 2 s was refused as "before any gradient" though each step
+    takes 0.42 s with its copies (a new user)."""
+    sc = asgdsim.load_scenario(SCENARIOS / "gpu-asgd-k20x-async-saturated.yaml",
+                               overrides={"stop": {"time": "2 s"}})
+    pred = asgdsim.predict(sc)
+    assert pred.step_s < 2.0 < pred.t_gpu_s
+    assert len(asgdsim.simulate(sc).gradients) > 0
+    short = sc.model_copy(update={"stop": sc.stop.model_copy(update={"time": 0.9 * pred.step_s})})
+    with pytest.raises(ScenarioError, match=r"stop.time: expected at least one learner step"):
+        asgdsim.simulate(short)
+
+
+def test_the_learner_step_is_compute_and_stages_whatever_the_kind():
+    """step_s: the compute law's mean and the loop's stages, no waits; for
+    sync the closed form's T_gpu already is that; for a mixed cluster the
+    fastest group's."""
+    from asgdsim.costs import costs_of
+    from asgdsim.structure import loop_of
+
+    sync = asgdsim.load_scenario(SCENARIOS / "k80-sync-baseline.yaml")
+    assert asgdsim.predict(sync).step_s == pytest.approx(asgdsim.predict(sync).t_gpu_s, rel=1e-12)
+    busy = asgdsim.load_scenario(SCENARIOS / "gpu-asgd-k20x-async-saturated.yaml")
+    c = costs_of(busy)
+    assert asgdsim.predict(busy).step_s == pytest.approx(
+        c.compute.mean + loop_of(busy, c).overhead_s, rel=1e-12)
+    mixed = asgdsim.predict(asgdsim.load_scenario(SCENARIOS / "mixed-k80-p100-async.yaml"))
+    steps = {g["gpu"]: g["mean_step_s"] for g in mixed.summary["groups"]}
+    assert mixed.step_s == pytest.approx(min(steps.values()), rel=1e-9)
+    assert mixed.summary["step_s"] == mixed.step_s

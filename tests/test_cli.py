@@ -137,6 +137,21 @@ def test_predict_json_is_the_analytic_object(tmp_path, capsys):
     assert {"epoch_time_s", "staleness", "minibatch"} <= printed.keys()
 
 
+def test_predict_says_the_step_apart_from_the_waits(capsys):
+    """A new user read "learner step 0.64 s" for a 0.1 s ResNet-50 step: it
+    was an async learner's cycle, waits for the server and all. The step
+    line says the step; the waits show in the gradients a learner applies."""
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "gpu-asgd-k20x-async-saturated.yaml"
+    assert main(["predict", str(path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert f"learner step         {s['step_s']:.4f} s" in printed
+    per_learner = s["steady_throughput_samples_per_s"] / 128 / 64       # sub-batch 128, 64 learners
+    assert f"applied              {per_learner:.4g} gradients a second a learner" in printed
+    assert 1 / per_learner > 5 * s["step_s"]           # a saturated server: mostly waiting
+
+
 def test_catalog_lists_every_kind(capsys):
     assert main(["catalog"]) == 0
     printed = capsys.readouterr().out

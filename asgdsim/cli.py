@@ -487,6 +487,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           [f"--tolerance: expected a number between 0 and 1, got {args.tolerance}"]),
         *([] if 1 <= args.max_gpus <= MAX_PLAN_GPUS else [_plan_too_wide(args.max_gpus)]),
         *([] if args.confirm >= 0 else [f"--confirm: expected at least 0, got {args.confirm}"]),
+        *([] if 0 <= args.same_speed < 1 else
+          [f"--same-speed: expected a number at least 0 and below 1, got {args.same_speed}"]),
         *([] if args.max_staleness is None or (math.isfinite(args.max_staleness)
                                                  and args.max_staleness >= 0) else
           [f"--max-staleness: expected a finite number at least 0, got {args.max_staleness}"]),
@@ -512,7 +514,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result = plan(args.scenario, args.target_minibatch, args.tolerance, args.max_gpus,
                       args.confirm, workers=args.workers or 1, scheduler=args.scheduler,
                       overrides=overrides, max_staleness=args.max_staleness, progress=bar,
-                      max_events=args.max_events, max_memory=args.max_memory)
+                      max_events=args.max_events, max_memory=args.max_memory,
+                      same_speed=args.same_speed)
     finally:
         if bar is not None:
             bar.close()
@@ -1079,6 +1082,10 @@ def _parser() -> argparse.ArgumentParser:
     pln.add_argument("--confirm", type=int, default=3, metavar="K",
                      help="simulate candidates in order until K are feasible by simulation "
                      "(default 3; 0 ranks by the closed form alone)")
+    pln.add_argument("--same-speed", type=float, default=0.01, metavar="F",
+                     help="epoch times within F (relative) of the fastest of them count as "
+                     "equally fast, and of those the fewest GPU-hours rank first (default "
+                     "0.01; 0.1: the cheapest configuration within 10 %% of the fastest)")
     pln.add_argument("--workers", type=POSITIVE_INT,
                      help="local Dask worker processes for the closed forms and the confirming "
                      "simulations (default 1: in this process)")

@@ -60,7 +60,8 @@ COLUMNS = ["rank", "nodes", "gpus_per_node", "sub_batch", "feasible", "predicted
 #: the most combinations of the groups' node counts a mixed plan ranks (each
 #: with every cap on GPUs per node, sub-batch and knob value, by the closed form)
 MAX_BOOKINGS = 1024
-#: epoch times this close (relative to the faster) count as equally fast
+#: epoch times this close (relative to the faster) count as equally fast by
+#: default: finer than the closed form can tell apart
 SAME_SPEED = 0.01
 _GROUP_NODES = re.compile(r"cluster\.groups\.(\d+)\.nodes")
 
@@ -252,10 +253,14 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
          confirm: int = 3, workers: int = 1, scheduler: str | None = None,
          overrides: dict | None = None, max_staleness: float | None = None,
          max_events: float = budget.DEFAULT_MAX_EVENTS,
-         max_memory: float = budget.DEFAULT_MAX_MEMORY, progress=None) -> Plan:
+         max_memory: float = budget.DEFAULT_MAX_MEMORY, progress=None,
+         same_speed: float = SAME_SPEED) -> Plan:
     """Rank every configuration by the closed form; confirm by simulation.
 
     ``overrides`` (dotted keys, as ``--set``) change the scenario first.
+    Epoch times within ``same_speed`` (relative) of a class's fastest count
+    as equally fast, and of those the fewest GPU-hours rank first: 0.1 books
+    the cheapest configuration within 10 % of the fastest.
     Every candidate that confirming may simulate (the feasible ones, in
     turn) has its run estimated first, and one beyond ``max_events`` or
     ``max_memory`` (budget.py) is refused before any simulation starts.
@@ -320,7 +325,8 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
         # can tell apart): of those, the one that costs fewer GPU-hours first
         # (classes among the feasible, and among the rest: an infeasible
         # candidate anchors no feasible one's class)
-        table["speed"] = table.groupby("feasible")["predicted_epoch_time_s"].transform(_speed_class)
+        table["speed"] = table.groupby("feasible")["predicted_epoch_time_s"].transform(
+            _speed_class, same_speed)
         table = table.sort_values(["feasible", "speed", "gpu_hours_per_epoch"],
                                   ascending=[False, True, True], ignore_index=True)
 
@@ -368,7 +374,7 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     group = np.select([simulated & table["feasible"], table["feasible"], simulated], [0, 1, 2], 3)
     time = table["simulated_epoch_time_s"].where(simulated & table["feasible"],
                                                  table["predicted_epoch_time_s"])
-    speed = pd.Series(time).groupby(group).transform(_speed_class)   # within each rank group
+    speed = pd.Series(time).groupby(group).transform(_speed_class, same_speed)  # per rank group
     order = np.lexsort((table["gpu_hours_per_epoch"].fillna(np.inf).to_numpy(),
                         speed.to_numpy(), group))
     table = table.iloc[order].reset_index(drop=True)
@@ -422,15 +428,15 @@ def predict_point(point: Point, raw: dict, source: str) -> tuple[float, float, f
     return p.epoch_time_s, p.minibatch.mean, p.staleness.mean
 
 
-def _speed_class(epoch_time_s: pd.Series) -> pd.Series:
-    """Epoch times in classes, fastest first: each class the times within 1 %
-    of its fastest (fixed buckets 1 % wide would part two times 0.4 %
-    apart at a bucket's edge); unknown times last."""
+def _speed_class(epoch_time_s: pd.Series, same_speed: float = SAME_SPEED) -> pd.Series:
+    """Epoch times in classes, fastest first: each class the times within
+    ``same_speed`` of its fastest (fixed buckets 1 % wide would part two
+    times 0.4 % apart at a bucket's edge); unknown times last."""
     times = epoch_time_s.fillna(np.inf).to_numpy(dtype=float)
     classes = np.empty(len(times))
     fastest, current = -np.inf, -1
     for i in np.argsort(times, kind="stable"):
-        if not times[i] <= fastest * (1 + SAME_SPEED):
+        if not times[i] <= fastest * (1 + same_speed):
             fastest, current = times[i], current + 1
         classes[i] = current if np.isfinite(times[i]) else np.inf
     return pd.Series(classes, index=epoch_time_s.index)

@@ -808,7 +808,12 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         staleness_law = ("exact: geometric, ideal communication and exponential compute "
                          "(mean M - 1 in steady state; a run's start and stop take M (M - 1) / n)")
     else:
-        staleness, by_rank = _async_staleness(m, gradients, mean, c2, batch, missed), True
+        # a shared station that paces the learners serves them in turn: how
+        # far their steps' noise moves each in the queue is the count's spread
+        reordered = (_reordering(law, per_gradient, m)
+                     if bound != "gpu" and not law.is_constant else None)
+        staleness, by_rank = _async_staleness(m, gradients, mean, c2, batch, missed,
+                                              reordered), True
         staleness_law = ("approximation: the first round's ranks, then M - 1 less the "
                          "run's stop, with the variance of a renewal count")
         laws.update(_outside(_all_start(m, gradients, c2)))
@@ -876,7 +881,7 @@ def _last_within(time_of, guess: int, time_s: float, spacing: float,
 
 
 def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
-                     missed: int = 0) -> Pmf:
+                     missed: int = 0, reordered: tuple | None = None) -> Pmf:
     """The staleness law of an async run of n gradients with mean ``mean``:
     each learner's first gradient has seen the others' first round only (its
     rank among them where the steps barely vary: uniform on 0..M-1, with the
@@ -890,7 +895,11 @@ def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
     ranks in batches: a first-round gradient, on the first weights, is
     stale by the batches before its own, floor(A / c); a later one by
     :func:`batched_staleness` (128 learners, batches of 8, 70 gradients:
-    4.0 simulated, 4.56 with every gradient's place in its batch uniform)."""
+    4.0 simulated, 4.56 with every gradient's place in its batch uniform).
+
+    ``reordered`` (offsets, probabilities), where a saturated station
+    serves the learners in turn (:func:`_reordering`), is added to the
+    steady count: the places a gradient gains or loses in the queue."""
     others = m - 1
     first_mean = min(others, others * (1.0 + c2) / 2.0)
     weight = min(1.0, m / max(n, 1.0))
@@ -903,8 +912,83 @@ def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
     if weight < 1.0:
         rest = (mean - weight * first_mean) / (1.0 - weight)
         law = _count_law(max(rest, 0.0), others * c2 + others**2 * c2)
+        if reordered is not None:
+            law = _shifted_by(*law, *reordered)
         laws.append((1.0 - weight, *_batched(*law, batch, missed)))
     return _mixture(laws)
+
+
+def _shifted_by(values: np.ndarray, probs: np.ndarray, offsets: np.ndarray,
+                shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The law of A + B, A ~ (values, probs) on consecutive counts, B ~
+    (offsets, shifts) on consecutive integers; what falls below 0 at 0. A
+    law on a coarser lattice (past pmf.MAX_SUPPORT values) is kept as it is:
+    a few places are less than its lattice's step."""
+    if len(values) > 1 and np.any(np.diff(values) != 1):
+        return values, probs
+    summed = np.convolve(probs, shifts)
+    out = np.arange(len(summed)) + int(values[0]) + int(offsets[0])
+    below = out < 0
+    if below.any():
+        summed = np.concatenate([[summed[below].sum()], summed[~below]])
+        out = np.concatenate([[0], out[~below]])
+    return out, summed
+
+
+def _reordering(law: Law, spacing: float, m: int, points: int = 256) -> tuple | None:
+    """How many places a gradient gains or loses at a station that serves
+    the M learners in turn, ``spacing`` apart, while their steps vary
+    (``law``): the others that left it d places before come back before it
+    unless their step is d spacings longer (X_j >= X_i + d s: one update
+    fewer seen), and those d places after it come back before it if theirs
+    is d spacings shorter (X_j < X_i - d s: one more). Given X_i = x each
+    other's place is an independent Bernoulli, so the count is the
+    difference of two Poisson-binomial sums, mixed over x at ``points``
+    quantiles: (offsets, probabilities), mean 0. A saturated port, 64
+    learners of VGG-16 steps of cv 0.05 pushed 81 ms apart: variance 0.736,
+    0.744 simulated; the count's mean law alone said a point. None where
+    no place moves."""
+    xs = np.atleast_1d(law.quantiles((np.arange(points) + 0.5) / points))
+    d = np.arange(1, m) * spacing
+    # (the places that may move: a spacing d past which no x moves any)
+    reach = int(np.searchsorted(d, xs[-1] - xs[0], side="right")) + 1
+    d = d[:reach]
+    fewer = 1.0 - law.cdf(xs[:, None] + d)      # an earlier leaver comes back after it
+    more = law.cdf(xs[:, None] - d)             # a later leaver comes back before it
+    total = np.zeros(2 * len(d) + 1)            # offsets -len(d)..len(d)
+    for f, g in zip(fewer, more):
+        f, g = f[f > 1e-12], g[g > 1e-12]
+        if len(f) + len(g) > POISSON_BINOMIAL_TERMS:
+            # many small independent terms: the difference's normal law
+            mean = float(g.sum() - f.sum())
+            sd = max(math.sqrt(float((f * (1 - f)).sum() + (g * (1 - g)).sum())), 1e-12)
+            lo = max(-len(f), math.floor(mean - 12 * sd))
+            hi = min(len(g), math.ceil(mean + 12 * sd))
+            diff = np.diff(special.ndtr((np.arange(lo, hi + 2) - 0.5 - mean) / sd))
+            start = len(d) + lo
+        else:
+            pmf_fewer, pmf_more = _poisson_binomial(f), _poisson_binomial(g)
+            diff = np.convolve(pmf_more, pmf_fewer[::-1])
+            start = len(d) - (len(pmf_fewer) - 1)
+        total[start:start + len(diff)] += diff / diff.sum() / len(xs)
+    kept = np.flatnonzero(total > 1e-15)
+    if len(kept) <= 1:
+        return None
+    lo, hi = kept[0], kept[-1]
+    return np.arange(lo, hi + 1) - len(d), total[lo:hi + 1] / total[lo:hi + 1].sum()
+
+
+#: Bernoullis summed one by one; past this many, their normal law
+POISSON_BINOMIAL_TERMS = 128
+
+
+def _poisson_binomial(p: np.ndarray) -> np.ndarray:
+    """The pmf of a sum of independent Bernoullis of probabilities ``p``, on
+    0..len(p): one convolution each (few: only those that may happen)."""
+    pmf = np.ones(1)
+    for q in p:
+        pmf = np.convolve(pmf, [1.0 - q, q])
+    return pmf
 
 
 def _first_round(m: int, n: float, batch: int = 1) -> tuple[np.ndarray, np.ndarray]:

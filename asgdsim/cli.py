@@ -359,6 +359,18 @@ def _number(x: float) -> str:
     return text if len(text) < 14 else f"{x:.6g}"     # wider than its column: significant digits
 
 
+def _top_level_split(text: str) -> list[str]:
+    """``text`` cut at its commas outside brackets and braces: a value may be
+    a YAML flow mapping or list, as ``--set`` takes ({kind: fat-tree, ...})."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "[{") - (ch in "]}")
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return items + [text[start:]]
+
+
 def _grid(pairs: list[str]) -> dict[str, list]:
     grid = {}
     for pair in pairs:
@@ -368,7 +380,7 @@ def _grid(pairs: list[str]) -> dict[str, list]:
         if key.strip() in grid:
             raise UsageError(f"--grid {key.strip()}: given twice; give each key once, with "
                              "all its values (KEY=V1,V2,...)")
-        items = text.split(",")
+        items = _top_level_split(text)
         if any(not item.strip() for item in items):
             raise UsageError(f"--grid {pair!r}: an empty value; expected "
                              "KEY=V1,V2,..., e.g. cluster.nodes=4,8,16")
@@ -434,7 +446,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     failed = len(list(Path(args.out, "points").glob("*.error.txt")))
-    print(f"{len(results)} points in {args.out}/results.parquet and results.csv"
+    # (a row is a run: a point's replications are rows of their own)
+    rows = f"{len(results)} {'runs' if args.replications > 1 else 'points'}"
+    print(f"{rows} in {args.out}/results.parquet and results.csv"
           + (f"; {failed} failed (see {args.out}/points/*.error.txt; rerun to retry)" if failed else ""))
     return 0
 
@@ -601,6 +615,9 @@ def plan_text(result: Plan, name: str) -> str:
                      f"{r['predicted_minibatch_mean']:>10.1f} "
                      f"{r['predicted_staleness_mean']:>9.2f} {r['gpu_hours_per_epoch']:>11.2f} "
                      f"{sim}  {verdict}")
+    if knob == "staleness_bound":
+        lines.append("  staleness_bound counts a learner's steps ahead of the slowest; staleness, "
+                     "the updates between a gradient's read and its apply")
     if result.best is not None:
         lines.append(f"  choice: {result.describe(result.best)}")
     if not t["feasible"].any():
@@ -625,11 +642,19 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from .analytic import predict
+    from .costs import costs_of
 
     scenario = _load(args)
-    # a stop or cycle the closed form cannot describe is refused, not computed
-    budget.check(scenario, args.scenario, math.inf, math.inf, simulated=False)
-    pred = predict(scenario)
+    costs = costs_of(scenario)
+    # a cycle the closed form cannot lay out is refused, not computed; then
+    # the stop's checks read the prediction itself (not a second closed form)
+    try:
+        budget.refuse_odd_cycles(scenario, costs)
+    except ScenarioError as exc:
+        raise ScenarioError(args.scenario, exc.problems) from None
+    pred = predict(scenario, costs)
+    budget.check(scenario, args.scenario, math.inf, math.inf, simulated=False, prediction=pred,
+                 costs=costs)
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))
     return 0
 
@@ -671,9 +696,9 @@ def cmd_timing(args: argparse.Namespace) -> int:
     from .precision import activation_bytes
     from .specs import GpuSpec, catalog_model
 
-    try:
-        gpu = GpuSpec.model_validate(catalog.lookup("gpus", args.gpu))
-        model = catalog_model(args.model)
+    try:       # (names only: the command takes no spec written out)
+        gpu = GpuSpec.model_validate(catalog.lookup("gpus", args.gpu, inline=False))
+        model = catalog_model(catalog.lookup("models", args.model, inline=False)["name"])
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
     layers = kernel_cost(args.compute, cuda_graphs=args.cuda_graphs).breakdown(
@@ -698,12 +723,25 @@ def cmd_timing(args: argparse.Namespace) -> int:
     return 0
 
 
+#: repeats profile times by default; with --steps, each repeat is a step
+#: that fit and timing.compute's empirical law read, which want at least 10
+PROFILE_REPEATS, PROFILE_STEPS = 5, 30
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
+    from .measured import MIN_STEPS
+
+    if args.repeats is None:
+        args.repeats = PROFILE_STEPS if args.steps else PROFILE_REPEATS
+    if args.steps and 0 < args.repeats < MIN_STEPS:
+        raise UsageError(f"--repeats {args.repeats} with --steps: each repeat is one step, and "
+                         f"fit and timing.compute's empirical law need at least {MIN_STEPS} "
+                         f"(--repeats {MIN_STEPS} or more; {PROFILE_STEPS} by default with --steps)")
     if not 0 < args.batch <= 2**16 or not 0 < args.repeats <= 1000:
         raise UsageError("--batch must be an integer from 1 to 65536 and --repeats from 1 to "
                          "1000 (each repeat times every kernel)")
     try:
-        gpu_name = catalog.lookup("gpus", args.gpu)["name"]   # before PyTorch's seconds of import
+        gpu_name = catalog.lookup("gpus", args.gpu, inline=False)["name"]   # before PyTorch's import
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -716,8 +754,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here")
     try:
-        gpu = catalog.lookup("gpus", args.gpu)["name"]
-        model = catalog_model(args.model)
+        gpu = catalog.lookup("gpus", args.gpu, inline=False)["name"]
+        model = catalog_model(catalog.lookup("models", args.model, inline=False)["name"])
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
     out = Path(args.out or f"profiles/{gpu}-{model.name}-b{args.batch}.csv")
@@ -1135,8 +1173,9 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--gpu", required=True,
                       help="catalog name of the device measured (the table's gpu column)")
     prof.add_argument("--device", default="cpu", type=_device, help="PyTorch device: cpu (default), cuda, cuda:1 ...")
-    prof.add_argument("--repeats", type=int, default=5,
-                      help="timed runs per kernel after a warm-up; the median is kept (default 5)")
+    prof.add_argument("--repeats", type=int,
+                      help="timed runs per kernel after a warm-up; the median is kept (default "
+                      f"{PROFILE_REPEATS}, or {PROFILE_STEPS} with --steps: one step a repeat)")
     prof.add_argument("--out", type=_path, help="table file (default profiles/GPU-MODEL-bBATCH.csv)")
     prof.add_argument("--steps", metavar="FILE", type=_path,
                       help="also write each repeat's step (its kernels summed) to FILE, a CSV "

@@ -27,14 +27,16 @@ summary's per-group figures.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-import pandas as pd
 from pydantic import field_validator, model_validator
 
 from . import catalog
 from .specs import BytesPerSecond, Count, GpuSpec, Link, StepLawSpec, _from_catalog, _Spec
+
+if TYPE_CHECKING:       # pandas is for the runs' tables, not every command's start
+    import pandas as pd
 
 __all__ = ["Group", "NODE_KEYS", "fold_groups", "group_of_learner", "group_figures",
            "group_scenario", "leave_out"]

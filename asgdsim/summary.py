@@ -38,9 +38,8 @@ def epoch_time(scenario: Scenario, updates: pd.DataFrame) -> tuple[float, str]:
     longer = cumulative[0] > dataset
     why = (f", the first update alone applying {cumulative[0] / dataset:.3g} (its mini-batch "
            f"of {int(cumulative[0]):,} samples exceeds the dataset of {dataset:,})") if longer else ""
-    if not (epochs and cumulative[-1] >= epochs * dataset):
-        return seconds, f"extrapolated from {applied:.3g} epochs applied{why}"
-    if epochs >= 1 and not longer:
+    # (one word for one computation, whichever stop ended the run)
+    if epochs and epochs >= 1 and not longer and cumulative[-1] >= epochs * dataset:
         return seconds, f"measured over {epochs:g} {'epoch' if epochs == 1 else 'epochs'}"
     return seconds, f"scaled from {applied:.3g} epochs applied{why}"
 

@@ -93,11 +93,13 @@ def test_stored_fits_are_those_of_the_shipped_tables():
 
 
 def same_fits(stored, fresh) -> bool:
-    """Equal structure and text, floats to 1e-9: another numpy, scipy or
-    pandas sums in another order and moves a fit in its 15th digit (6e-15
-    between pandas 2 and 3), while a changed table moves it in its first few."""
+    """Equal structure and text, floats to 1e-6: another numpy, scipy or
+    pandas sums in another order, and least_squares, which stops once a step
+    moves the fit by less than its xtol (1e-8, relative), lands elsewhere
+    within that (6e-15 between pandas 2 and 3.0, 3e-9 with pandas 3.1),
+    while a changed table moves a fit in its first few digits."""
     if isinstance(stored, float) or isinstance(fresh, float):
-        return math.isclose(stored, fresh, rel_tol=1e-9, abs_tol=1e-300)
+        return math.isclose(stored, fresh, rel_tol=1e-6, abs_tol=1e-300)
     if isinstance(stored, dict):
         return stored.keys() == fresh.keys() and all(same_fits(stored[k], fresh[k])
                                                      for k in stored)

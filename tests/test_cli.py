@@ -366,3 +366,15 @@ def test_a_sweep_too_large_or_repeating_a_point_is_refused_before_any_work(tmp_p
     assert main(["sweep", str(small(tmp_path)), "--out", str(out), *args]) == 2
     assert said in capsys.readouterr().err
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_grid_value_may_be_a_flow_mapping():
+    """A new user's trial: --grid cut a YAML flow mapping at its commas,
+    though --set takes one."""
+    from asgdsim.cli import _grid
+
+    grid = _grid(["cluster.topology={kind: fat-tree, nodes_per_switch: 4},{kind: non-blocking}",
+                  "cluster.nodes=2,4"])
+    assert grid == {"cluster.topology": [{"kind": "fat-tree", "nodes_per_switch": 4},
+                                         {"kind": "non-blocking"}],
+                    "cluster.nodes": [2, 4]}

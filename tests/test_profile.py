@@ -139,6 +139,32 @@ def test_profile_keeps_each_repeats_step_for_replay_and_fit(tmp_path, capsys):
     assert costs_of(sc).compute.mean == pytest.approx(measured.mean())
 
 
+def test_profile_steps_are_enough_for_fit_by_default(tmp_path, capsys, monkeypatch):
+    """A new user's trial: --steps wrote one step for each of the default 5
+    repeats, and both next steps it suggested (fit, the empirical law)
+    refused fewer than 10. With --steps the default is 30 (the repeats asked
+    of the measurement, which the test above times for real); fewer than 10
+    is refused before anything is timed."""
+    import asgdsim.profile as profile
+
+    asked = []
+
+    def measure(model, batch, gpu, device, repeats):
+        asked.append(repeats)
+        raise SystemExit(0)        # the repeats asked are the point, not the timing
+
+    monkeypatch.setattr(profile, "measure", measure)
+    common = ["profile", "--model", "alexnet", "--batch", "1", "--gpu", "K80",
+              "--out", str(tmp_path / "t.csv")]
+    for extra, repeats in (([], 5), (["--steps", str(tmp_path / "s.csv")], 30)):
+        with pytest.raises(SystemExit):
+            main(common + extra)
+        assert asked[-1] == repeats
+    assert main(common + ["--steps", str(tmp_path / "few.csv"), "--repeats", "5"]) == 2
+    assert "at least 10" in capsys.readouterr().err
+    assert asked == [5, 30]
+
+
 def _fp32_flags(torch):
     """(autotuned, TF32 allowed for convolutions, for matrix products)."""
     conv = getattr(torch.backends.cudnn, "conv", None)

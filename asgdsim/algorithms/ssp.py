@@ -41,7 +41,10 @@ from .server import ASYNC, loop, predict_async
 
 class Spec(_Spec):
     kind: Literal["ssp"]
-    #: a learner may start step i once every learner has pushed i - s gradients
+    #: a learner may start step i once every learner has pushed i - s
+    #: gradients: counted in a learner's own steps ahead of the slowest, not
+    #: in updates as the staleness the run reports is (64 learners, s = 2:
+    #: a staleness of 63 on average, as async's)
     staleness_bound: int = Field(ge=0, strict=True)
 
 

@@ -176,15 +176,17 @@ def names(kind: str) -> list[str]:
     return list(entries(kind))
 
 
-def lookup(kind: str, name: str) -> dict:
-    """The entry called ``name`` (or an alias of it), without its aliases."""
+def lookup(kind: str, name: str, inline: bool = True) -> dict:
+    """The entry called ``name`` (or an alias of it), without its aliases;
+    ``inline``: whether the caller (a scenario) also takes a spec written
+    out, which the message offers then."""
     key = _index(kind).get(name.strip().lower())
     if key is None:
         close = difflib.get_close_matches(name.lower(), _index(kind), n=1)
         hint = f" (did you mean {_index(kind)[close[0]]!r}?)" if close else ""
         raise CatalogError(
             f"unknown {_SINGULAR[kind]} {name!r}{hint}; expected one of {', '.join(names(kind))}"
-            " or an inline spec")
+            + (" or an inline spec" if inline else ""))
     spec = dict(entries(kind)[key])
     spec.pop("aliases", None)
     return spec

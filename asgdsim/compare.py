@@ -11,6 +11,8 @@ share of each kind of component.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -25,6 +27,9 @@ __all__ = ["CHECKED", "comparison", "distances", "compare_figures"]
 
 
 def distances(simulated: Pmf, analytic: Pmf) -> dict[str, float]:
+    if not len(simulated.values) or not len(analytic.values) or not simulated.probs.sum():
+        # a run that applied nothing (a stop before the first update) has no law
+        return {"tv": math.nan, "ks": math.nan, "wasserstein": math.nan}
     support = np.union1d(simulated.values, analytic.values)
     cdf = lambda pmf: np.cumsum([pmf.prob(int(v)) for v in support])  # noqa: E731
     return {

@@ -150,3 +150,26 @@ def test_the_learner_step_is_compute_and_stages_whatever_the_kind():
     steps = {g["gpu"]: g["mean_step_s"] for g in mixed.summary["groups"]}
     assert mixed.step_s == pytest.approx(min(steps.values()), rel=1e-9)
     assert mixed.summary["step_s"] == mixed.step_s
+
+
+def test_a_time_stop_before_the_first_update_is_refused_not_crashed():
+    """k-batch-sync of 32 gradients on 8 learners of 100 ms steps updates
+    first at 0.4 s: a stop at 0.35 s crashed run and compare on an empty
+    staleness law, and the closed form called its 500 s epoch exact (a
+    hunt). The run refuses with the key; the closed form labels it."""
+    from asgdsim.scenario import scenario_from_dict
+
+    sc = scenario_from_dict({
+        "name": "early", "workload": {"model": "resnet50", "dataset_samples": 1281167,
+                                      "sub_batch": 32},
+        "cluster": {"machine": "dgx1-v100", "nodes": 1},
+        "algorithm": {"kind": "k-batch-sync", "k": 32},
+        "timing": {"compute": {"distribution": "deterministic", "mean": "100 ms"},
+                   "communication": "ideal"},
+        "stop": {"time": "350 ms"}})
+    assert "before the first update" in asgdsim.predict(sc).outside_assumptions
+    with pytest.raises(ScenarioError, match=r"stop.time: expected at least the first update"):
+        asgdsim.simulate(sc)
+    later = sc.model_copy(update={"stop": sc.stop.model_copy(update={"time": 0.45})})
+    assert asgdsim.predict(later).outside_assumptions is None
+    assert len(asgdsim.simulate(later).updates) == 1

@@ -467,3 +467,21 @@ def test_a_saturated_port_reorders_the_learners_by_their_step_noise():
     staleness = simulate(sc).gradients["staleness"].to_numpy()
     assert pred.staleness.std > 1.5          # not the point mass at 63 it was
     check_pmf(staleness, pred.staleness)
+
+
+def test_sprint_stopped_by_time_ends_at_its_last_update_not_its_last_cycle():
+    """SPRINT's GPUs in phase deliver in bursts a step apart, with empty
+    cycles between: a run stopped by time ends at its last update, up to a
+    step before the stop. The closed form ended it at the last cycle (8
+    TSUBAME-KFC nodes, fixed steps, a 5 s stop: 1,534 s an epoch, "exact",
+    against 1,110.5; a hunt)."""
+    from pathlib import Path
+
+    from asgdsim import load_scenario
+
+    sc = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
+                       "tsubame-kfc-dl-vgg16.yaml", {"stop": {"time": 5.0},
+                                                     "timing.jitter": "none"})
+    pred, run = predict(sc), simulate(sc)
+    assert pred.laws["epoch_time"].startswith("exact")
+    assert pred.epoch_time_s == pytest.approx(run.summary["epoch_time_s"], rel=1e-9)

@@ -628,6 +628,31 @@ def _convolved(law: Law, k: int) -> Empirical | Law:
     return Empirical.of(points + (k * law.mean - points.mean()))
 
 
+#: measured steps whose slowest few per cent are this many times their bulk's
+#: median, the bulk itself this steady: stragglers written out as a sample
+RARE_SLOW_SHARE, RARE_SLOW_RATIO, RARE_SLOW_BULK_CV = 0.05, 1.5, 0.1
+
+
+def rare_slow_mode(law) -> tuple[float, float] | None:
+    """(share, ratio) where ``law`` is measured steps (:class:`Empirical`)
+    of a steady bulk and a rare slow mode: at most RARE_SLOW_SHARE of them
+    over RARE_SLOW_RATIO times the median, the rest within a cv of
+    RARE_SLOW_BULK_CV. The closed forms that tell stragglers apart
+    (``faults.stragglers``) see such a sample only by its moments."""
+    if not isinstance(law, Empirical):
+        return None
+    values = law.values
+    median = float(np.median(values))
+    slow = values > RARE_SLOW_RATIO * median
+    share = float(slow.mean())
+    if not 0 < share <= RARE_SLOW_SHARE:
+        return None
+    bulk = values[~slow]
+    if bulk.std() > RARE_SLOW_BULK_CV * bulk.mean():
+        return None
+    return share, float(values[slow].mean() / median)
+
+
 def apart_from_stragglers(law: Law | Straggling) -> Law:
     """The steps that do not straggle: stragglers knock one learner at a
     time off a steady schedule and the rest keep it, so how steady that

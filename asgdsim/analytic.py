@@ -162,20 +162,35 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
             refuse_short_time(scenario, learner_step_s(scenario, costs), steady.t_update_s)
         except ScenarioError as exc:
             raise ScenarioError(scenario.name, exc.problems) from None
-        raise
+        # the same cluster without the stop has its figures: the stop leaves
+        # the closed form no update to describe (SPRINT's windows by then all
+        # empty: a P100 group's first step, 0.10 s, before a 0.2 s stop; a review)
+        raise ScenarioError(scenario.name, [("stop.time", (
+            f"expected a stop after the closed form's first update; it has none by "
+            f"{scenario.stop.time:.3g} s (the steady figures hold from "
+            f"{2 * steady.t_gpu_s:.3g} s or so): a later stop"))]) from None
     if scenario.stop.warmup is not None:
         whole = _after_warmup(scenario, costs, whole, _closed_form)
     whole = replace(whole, step_s=learner_step_s(scenario, costs))
     whole = _rare_slow_label(scenario, costs, whole)
-    first = max(whole.step_s, whole.t_update_s)      # no update before a step, nor a cycle
+    first = first_update_s(whole)
     if scenario.stop.time is not None and scenario.stop.time < first \
-            and whole.outside_assumptions is None:
-        # (each kind's run counts at least one update; the simulator refuses a run of none)
-        whole = replace(whole, laws={**whole.laws, "assumptions": (
-            f"{OUTSIDE}: the stop at {scenario.stop.time:.3g} s comes before the first update is "
-            f"expected (about {first:.3g} s): the run may apply none, and have no epoch time; "
-            "the closed form's figures are one update's")})
+            and "before the first" not in (whole.outside_assumptions or ""):
+        # (each kind's run counts at least one update; the simulator refuses a
+        # run of none) said first, before any other reason
+        said = f"{OUTSIDE}: the stop at {scenario.stop.time:.3g} s comes before the first " \
+               f"update is expected (after {first:.3g} s at the least): the run may apply " \
+               "none, and have no epoch time; the closed form's figures are one update's"
+        other = whole.outside_assumptions
+        whole = replace(whole, laws={**whole.laws, "assumptions": said + (
+            "; also " + other.removeprefix(f"{OUTSIDE}: ") if other else "")})
     return whole
+
+
+def first_update_s(prediction: Prediction) -> float:
+    """The least time before a run's first update: a learner's step, and
+    the mean time between updates (a round, a batch's gradients)."""
+    return max(prediction.step_s, prediction.t_update_s)
 
 
 #: kinds whose closed form takes measured steps with a rare slow mode far
@@ -207,12 +222,17 @@ def _rare_slow_label(scenario: Scenario, costs: Costs, whole: Prediction) -> Pre
 def learner_step_s(scenario: Scenario, costs: Costs) -> float:
     """The fastest learners' mean step with their data and copies, waiting
     for nothing: the compute law's mean and the loop's stages uncontended
-    (each group its own; slow learners are not the fastest). The earliest a
-    gradient can be expected, whatever the kind."""
+    (each group its own; slow learners are not the fastest), the stages a
+    learner runs every few steps (downpour's pushes and fetches, local SGD's
+    averaging) spread over them."""
     from .costs import learner_classes
     from .structure import loops_of
 
-    loops = loops_of(scenario, costs)
+    algorithm = scenario.algorithm
+    every = {"downpour": lambda: (algorithm.n_push, algorithm.n_fetch),
+             "local-sgd": lambda: (algorithm.period, algorithm.period)}.get(algorithm.kind)
+    loops = tuple(loop.per_step(*every()) if every else loop
+                  for loop in loops_of(scenario, costs))
     if len(loops) == 1:
         loops *= max(1, len(scenario.cluster.groups or ()))
     return min(law.mean + loop.overhead_s
@@ -847,7 +867,8 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         # a shared station that paces the learners serves them in turn: how
         # far their steps' noise moves each in the queue is the count's spread
         reordered = (_reordering(law, per_gradient, m)
-                     if bound != "gpu" and not law.is_constant else None)
+                     if ALONG.get(bound, bound).startswith("server")
+                     and util.get(bound, 0.0) >= SATURATED and not law.is_constant else None)
         staleness, by_rank = _async_staleness(m, gradients, mean, c2, batch, missed,
                                               reordered), True
         staleness_law = ("approximation: the first round's ranks, then M - 1 less the "
@@ -954,14 +975,15 @@ def _async_staleness(m: int, n: float, mean: float, c2: float, batch: int = 1,
     return _mixture(laws)
 
 
+#: a station this busy paces the learners: it serves them in turn
+SATURATED = 0.95
+
+
 def _shifted_by(values: np.ndarray, probs: np.ndarray, offsets: np.ndarray,
                 shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The law of A + B, A ~ (values, probs) on consecutive counts, B ~
-    (offsets, shifts) on consecutive integers; what falls below 0 at 0. A
-    law on a coarser lattice (past pmf.MAX_SUPPORT values) is kept as it is:
-    a few places are less than its lattice's step."""
-    if len(values) > 1 and np.any(np.diff(values) != 1):
-        return values, probs
+    """The law of A + B, A ~ (values, probs) on consecutive counts (the
+    steady count's two neighbours), B ~ (offsets, shifts) on consecutive
+    integers; what falls below 0 at 0."""
     summed = np.convolve(probs, shifts)
     out = np.arange(len(summed)) + int(values[0]) + int(offsets[0])
     below = out < 0
@@ -988,6 +1010,14 @@ def _reordering(law: Law, spacing: float, m: int, points: int = 256) -> tuple | 
     d = np.arange(1, m) * spacing
     # (the places that may move: a spacing d past which no x moves any)
     reach = int(np.searchsorted(d, xs[-1] - xs[0], side="right")) + 1
+    if reach > MAX_REORDERED:
+        # places past thousands: the difference's normal law, its variance
+        # the step's own over the spacing (its place) and each other's
+        # Bernoulli around it (hundreds of thousands of learners stay cheap)
+        sd = math.sqrt(2.0) * law.std / spacing
+        k = np.arange(-math.ceil(12 * sd), math.ceil(12 * sd) + 1)
+        pmf = np.diff(special.ndtr((np.append(k, k[-1] + 1) - 0.5) / sd))
+        return k, pmf / pmf.sum()
     d = d[:reach]
     fewer = 1.0 - law.cdf(xs[:, None] + d)      # an earlier leaver comes back after it
     more = law.cdf(xs[:, None] - d)             # a later leaver comes back before it
@@ -1016,6 +1046,9 @@ def _reordering(law: Law, spacing: float, m: int, points: int = 256) -> tuple | 
 
 #: Bernoullis summed one by one; past this many, their normal law
 POISSON_BINOMIAL_TERMS = 128
+#: places a gradient may move in a saturated queue walked exactly; past
+#: this many, a normal law of the same spread
+MAX_REORDERED = 4096
 
 
 def _poisson_binomial(p: np.ndarray) -> np.ndarray:
@@ -1384,8 +1417,8 @@ def predict_downpour(sc: Scenario, costs: Costs) -> Prediction:
             if law.is_constant and one_server and \
                     (cpu_walked or util.get("server", 0.0) < CPU_LEFT_OUT):
                 reads = _extend(fetches, count * n_push // n_fetch + 2,
-                                _fetch_period(period_of(pushes), n_push, n_fetch,
-                                              fetches.shape[1]) or period_of(fetches))
+                                _fetch_period(period_of(pushes), n_push, n_fetch, fetches)
+                                or period_of(fetches))
                 fixed = _downpour_staleness(times, reads, n_fetch, n_push, int(u))
             t_last = _nth_arrival(times, law.std * np.sqrt(n_push * np.arange(1, count + 1)), u)
             # the schedule holds the server's CPU only for pushes a fetch waits
@@ -1550,21 +1583,25 @@ def _tied(asked: float, reverse: float, what: str, per: str) -> str | None:
 
 
 def _fetch_period(found: tuple[int, np.ndarray] | None, n_push: int, n_fetch: int,
-                  walked: int) -> tuple[int, np.ndarray] | None:
+                  walked: np.ndarray) -> tuple[int, np.ndarray] | None:
     """The fetches' period from the pushes' (p messages, each learner
     ``shift`` later): k of the pushes' periods hold a whole number of fetches,
     k p n_push / n_fetch, as much later. The two schedules extended each by
     its own walked period drift apart where the walk has not settled (a push
     period of 0.1281 s a step against the fetches' 0.1301: over 16,000
     gradients reads came after their pushes' applies, a staleness of -27; a
-    hunt). None where the pushes show no period or the walk holds too few
-    fetches to repeat."""
+    hunt). None where the pushes show no period, or the walked fetches
+    (``walked``, learners by fetches) do not show theirs once."""
     if found is None:
         return None
     p, shift = found
     k = n_fetch // math.gcd(p * n_push, n_fetch)
     fetches = k * p * n_push // n_fetch
-    return (fetches, k * shift) if fetches < walked else None
+    if 2 * fetches > walked.shape[1]:
+        return None
+    last = walked[:, -fetches:] - walked[:, -2 * fetches:-fetches]
+    repeats = np.allclose(last, k * shift[:, None], rtol=1e-6, atol=1e-12)
+    return (fetches, k * shift) if repeats else None
 
 
 def _downpour_staleness(applies: np.ndarray, reads: np.ndarray, n_fetch: int, n_push: int,
@@ -2427,7 +2464,8 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     w_end, gradients, updates = _sprint_end(run, windows, T, split, tail,
                                             math.sqrt(max(expected, 1.0)) * sd / g)
     t_last = (w_end + 2) * T
-    if run.time_s is not None:
+    if run.time_s is not None and w_end >= math.floor(run.time_s / T) - 2:
+        # (the time stop binds: a count's stop ends on a window it filled)
         t_last = _last_update_s(windows, tail, T, split, w_end, t_last)
     minibatch = _sprint_minibatch(windows, w_end, split, tail, gradients, updates)
     staleness = _sprint_staleness(windows, deliveries, T, w_end, split, tail, gradients,
@@ -2470,7 +2508,8 @@ def predict_sprint(sc: Scenario, costs: Costs) -> Prediction:
     # a queue's order decides the updates where windows are sparse, and the
     # waiting where the resource is busy; step noise that swaps two GPUs'
     # turns there on some steps but not on most leaves neither the
-    # schedule's order nor a random one
+    # schedule's order nor a random one, and at a resource half busy or more
+    # whatever share it swaps
     # (from half busy on, whatever share of turns the noise reorders: the
     # node's own contention label starts at a cv of 0.2 of the whole cycle,
     # and between the two, gamma steps of cv 0.25 to 0.39 on two DGX A100s

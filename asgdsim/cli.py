@@ -191,8 +191,9 @@ def _prediction_text(pred: Prediction) -> str:
         f"{component_name(s['bound'])}",
         f"  learner step         {s['step_s']:.4f} s with its data and copies, waiting for "
         f"nothing{_fastest(pred)}",
-        f"  applied              {_per_learner(pred)} gradients a second a learner, its waits "
-        f"included; an update every {s['t_update_s']:.4f} s",
+        f"  applied              {_per_learner(pred)} gradients a second a learner"
+        f"{' on average over the learners' if _fastest(pred) else ''}, its waits included; "
+        f"an update every {s['t_update_s']:.4f} s",
         f"  staleness            mean {s['staleness']['mean']:.3f}, p50 {s['staleness']['p50']}, "
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
         f"  mini-batch           mean {s['minibatch']['mean']:.1f}, p50 {s['minibatch']['p50']}, "
@@ -652,7 +653,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         budget.refuse_odd_cycles(scenario, costs)
     except ScenarioError as exc:
         raise ScenarioError(args.scenario, exc.problems) from None
-    pred = predict(scenario, costs)
+    try:
+        pred = predict(scenario, costs)
+    except ScenarioError as exc:            # said of the file, as every other refusal is
+        raise ScenarioError(args.scenario, exc.problems) from None
     budget.check(scenario, args.scenario, math.inf, math.inf, simulated=False, prediction=pred,
                  costs=costs)
     print(json.dumps(pred.summary, indent=2) if args.json else _prediction_text(pred))

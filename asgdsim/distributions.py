@@ -628,15 +628,17 @@ def _convolved(law: Law, k: int) -> Empirical | Law:
     return Empirical.of(points + (k * law.mean - points.mean()))
 
 
-#: measured steps whose slowest few per cent are this many times their bulk's
-#: median, the bulk itself this steady: stragglers written out as a sample
+#: measured steps whose slowest few per cent (half a per cent at least: a
+#: lone spike in a log is no mode) are this many times their bulk's median,
+#: the bulk itself this steady: stragglers written out as a sample
 RARE_SLOW_SHARE, RARE_SLOW_RATIO, RARE_SLOW_BULK_CV = 0.05, 1.5, 0.1
+RARE_SLOW_LEAST = 0.005
 
 
 def rare_slow_mode(law) -> tuple[float, float] | None:
     """(share, ratio) where ``law`` is measured steps (:class:`Empirical`)
-    of a steady bulk and a rare slow mode: at most RARE_SLOW_SHARE of them
-    over RARE_SLOW_RATIO times the median, the rest within a cv of
+    of a steady bulk and a rare slow mode: RARE_SLOW_LEAST to
+    RARE_SLOW_SHARE of them over RARE_SLOW_RATIO times the median, the rest within a cv of
     RARE_SLOW_BULK_CV. The closed forms that tell stragglers apart
     (``faults.stragglers``) see such a sample only by its moments."""
     if not isinstance(law, Empirical):
@@ -645,7 +647,7 @@ def rare_slow_mode(law) -> tuple[float, float] | None:
     median = float(np.median(values))
     slow = values > RARE_SLOW_RATIO * median
     share = float(slow.mean())
-    if not 0 < share <= RARE_SLOW_SHARE:
+    if not RARE_SLOW_LEAST <= share <= RARE_SLOW_SHARE:
         return None
     bulk = values[~slow]
     if bulk.std() > RARE_SLOW_BULK_CV * bulk.mean():

@@ -266,6 +266,8 @@ def plan(scenario: str | Path, target: float, tolerance: float = 0.1, max_gpus: 
     ``max_memory`` (budget.py) is refused before any simulation starts.
     ``progress`` is called with (confirmed, refuted, simulations wanted) as
     each confirming simulation ends."""
+    if not 0 <= same_speed < 1:
+        raise ValueError(f"same_speed: expected a fraction at least 0 and below 1, got {same_speed}")
     raw, source = raw_scenario(scenario, overrides)
     raw = apply_overrides(raw, overrides or {}, source)
     base = scenario_from_dict(raw, source=source)

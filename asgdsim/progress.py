@@ -75,7 +75,7 @@ class RunBar:
         # of a second showing only its opening 0 %
         self.bar = tqdm(total=total, desc=self.label, unit=f" {self.unit}", unit_scale=True,
                         file=sys.stderr, leave=False, mininterval=0, **_size(),
-                        # (tqdm's scaled counts: 13.1k/20k, not 1.311e+04/2e+04)
+                        # (tqdm's scaled counts: 13.1k/20.0k, not 1.311e+04/2e+04)
                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}"
                         "{unit} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 

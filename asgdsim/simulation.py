@@ -239,9 +239,8 @@ def simulate(scenario: Scenario, seed: int | None = None, *, timeline: Timeline 
         # a stop in seconds before the first update: nothing to report (the
         # refusal before the run reads one step; a round of several takes longer)
         raise ScenarioError(scenario.name, [("stop.time", (
-            f"expected at least the first update, which the closed form expects after "
-            f"{max(prediction.step_s, prediction.t_update_s):.3g} s; the run applied none by "
-            f"{stop.time:.3g} s: a later stop"))])
+            f"expected at least the first update; the run applied none by {stop.time:.3g} s: "
+            "a later stop"))])
     if scenario.cluster.groups is not None:
         from .groups import group_of_learner
         gradients.insert(gradients.columns.get_loc("node") + 1, "group",

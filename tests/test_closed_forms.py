@@ -501,7 +501,10 @@ def test_sprint_in_phase_at_a_busy_host_link_is_labelled_at_every_noise(cv):
         "cluster": {"machine": "dgx-a100", "nodes": 2}, "algorithm": {"kind": "sprint"},
         "timing": {"compute": {"distribution": "gamma", "mean": "10 ms", "cv": cv}},
         "stop": {"gradients": 20000}})
-    assert predict(sc).outside_assumptions is not None
+    said = predict(sc).outside_assumptions or ""
+    assert "reshuffles that queue's order" in said or "queueing in turns" in said
+    if 0.25 <= cv < 0.4:      # the gap: the reshuffled turns' label now
+        assert "reshuffles that queue's order" in said
 
 
 @pytest.mark.parametrize("law, labelled", [("uniform", True), ("gamma", False)])

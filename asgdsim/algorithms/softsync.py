@@ -85,6 +85,11 @@ def predict(scenario, costs):
     gradients = base.gradients
     if target == math.inf:
         gradients = c * math.floor(gradients / c)
+    # a time stop before the first batch is complete: one update's figures,
+    # labelled (an epoch of NaN said nothing: 29 gradients by 3.9 s, batches
+    # of 32; a review)
+    before_first = gradients < c
+    gradients = max(gradients, c)
     t_last = base.epoch_time_s * base.gradients * scenario.workload.sub_batch \
         / scenario.workload.dataset_samples
     # (the port spaces the pushes by its message time a: the pushers i a
@@ -116,7 +121,12 @@ def predict(scenario, costs):
         laws["staleness"] += (f"; at the saturated port the {missed} of every {c} pushers "
                               "that follow a batch's last by less than its update read the "
                               "weights before it, one version more")
-    if base.outside_assumptions:
+    if before_first:
+        laws["assumptions"] = (
+            f"{OUTSIDE}: the stop comes before the first batch of {c} gradients is expected "
+            f"to be complete ({base.gradients:.0f} gradients by then): the run may apply none, "
+            "and have no epoch time; the closed form's figures are one update's")
+    elif base.outside_assumptions:
         laws["assumptions"] = base.outside_assumptions
     elif base.bound == "server":
         # async's staleness has each pusher wait for its own update; here

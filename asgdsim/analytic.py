@@ -174,14 +174,13 @@ def predict(scenario: Scenario, costs: Costs | None = None) -> Prediction:
     whole = replace(whole, step_s=learner_step_s(scenario, costs))
     whole = _rare_slow_label(scenario, costs, whole)
     first = first_update_s(whole)
+    other = whole.outside_assumptions or ""
     if scenario.stop.time is not None and scenario.stop.time < first \
-            and "before the first" not in (whole.outside_assumptions or ""):
+            and STOPS_BEFORE_FIRST not in other:
         # (each kind's run counts at least one update; the simulator refuses a
         # run of none) said first, before any other reason
-        said = f"{OUTSIDE}: the stop at {scenario.stop.time:.3g} s comes before the first " \
-               f"update is expected (after {first:.3g} s at the least): the run may apply " \
-               "none, and have no epoch time; the closed form's figures are one update's"
-        other = whole.outside_assumptions
+        said = stops_before_first(scenario.stop.time, "update",
+                                  f"after {first:.3g} s at the least")
         whole = replace(whole, laws={**whole.laws, "assumptions": said + (
             "; also " + other.removeprefix(f"{OUTSIDE}: ") if other else "")})
     return whole
@@ -191,6 +190,18 @@ def first_update_s(prediction: Prediction) -> float:
     """The least time before a run's first update: a learner's step, and
     the mean time between updates (a round, a batch's gradients)."""
     return max(prediction.step_s, prediction.t_update_s)
+
+
+#: what every label of a time stop before the first update says
+STOPS_BEFORE_FIRST = "comes before the first"
+
+
+def stops_before_first(time_s: float, what: str, expected: str) -> str:
+    """The label of a time stop before the first ``what`` (an update, a
+    round's, a batch of c) is expected (``expected``: when, or how far)."""
+    return (f"{OUTSIDE}: the stop at {time_s:.3g} s {STOPS_BEFORE_FIRST} {what} is expected "
+            f"({expected}): the run may apply none, and have no epoch time; the closed form's "
+            "figures are one update's")
 
 
 #: kinds whose closed form takes measured steps with a rare slow mode far
@@ -464,15 +475,16 @@ def _grouped(means: np.ndarray, variances: np.ndarray, weights: np.ndarray,
     return _mixture([(w, *_count_law(m, v)) for w, m, v in zip(summed, mean_of, var_of)], positive)
 
 
-def _discretised_normal(mean: float, var: float) -> tuple[np.ndarray, np.ndarray]:
-    """A count law with this mean and variance: a normal discretised to the
-    integers (>= 0), or the two integers around the mean when the variance is
-    below what a lattice allows."""
+def _discretised_normal(mean: float, var: float, least: float = 0,
+                        most: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """A law on the integers from ``least`` to ``most`` (counts: from 0) with
+    this mean and variance: a normal discretised to them, or the two integers
+    around the mean when the variance is below what a lattice allows."""
     low, frac = math.floor(mean), mean - math.floor(mean)
     if var <= frac * (1 - frac) + 1e-9:
         return np.array([1 - frac, frac]), np.array([low, low + 1])
     sd = math.sqrt(var)
-    k = np.arange(max(0, math.floor(mean - 12 * sd)), math.ceil(mean + 12 * sd) + 1)
+    k = np.arange(max(least, math.floor(mean - 12 * sd)), min(most, math.ceil(mean + 12 * sd)) + 1)
     cdf = special.ndtr((np.append(k, k[-1] + 1) - 0.5 - mean) / sd)
     return np.diff(cdf), k
 
@@ -1017,9 +1029,8 @@ def _reordering(law: Law, spacing: float, m: int, points: int = 256) -> tuple | 
         # 5,500 where the walk gives 5,386 at sd/s = 74); hundreds of
         # thousands of learners stay cheap
         ratio = law.std / spacing
-        sd = math.sqrt(ratio ** 2 + 2.0 / math.sqrt(math.pi) * ratio)
-        k = np.arange(-math.ceil(12 * sd), math.ceil(12 * sd) + 1)
-        pmf = np.diff(special.ndtr((np.append(k, k[-1] + 1) - 0.5) / sd))
+        pmf, k = _discretised_normal(0.0, ratio ** 2 + 2.0 / math.sqrt(math.pi) * ratio,
+                                     least=-math.inf)
         return k, pmf / pmf.sum()
     d = d[:reach]
     fewer = 1.0 - law.cdf(xs[:, None] + d)      # an earlier leaver comes back after it
@@ -1029,12 +1040,10 @@ def _reordering(law: Law, spacing: float, m: int, points: int = 256) -> tuple | 
         f, g = f[f > 1e-12], g[g > 1e-12]
         if len(f) + len(g) > POISSON_BINOMIAL_TERMS:
             # many small independent terms: the difference's normal law
-            mean = float(g.sum() - f.sum())
-            sd = max(math.sqrt(float((f * (1 - f)).sum() + (g * (1 - g)).sum())), 1e-12)
-            lo = max(-len(f), math.floor(mean - 12 * sd))
-            hi = min(len(g), math.ceil(mean + 12 * sd))
-            diff = np.diff(special.ndtr((np.arange(lo, hi + 2) - 0.5 - mean) / sd))
-            start = len(d) + lo
+            diff, k = _discretised_normal(float(g.sum() - f.sum()),
+                                          float((f * (1 - f)).sum() + (g * (1 - g)).sum()),
+                                          least=-len(f), most=len(g))
+            start = len(d) + int(k[0])
         else:
             pmf_fewer, pmf_more = _poisson_binomial(f), _poisson_binomial(g)
             diff = np.convolve(pmf_more, pmf_fewer[::-1])
@@ -1695,9 +1704,7 @@ def predict_rounds(sc: Scenario, costs: Costs, aggregate_s: float, period: int =
         by_time = 0 if run.time_s < first else 1 + math.floor((run.time_s - first) / steady)
         rounds = by_time if rounds is None else min(rounds, by_time)
         if by_time == 0:
-            too_short = (f"{OUTSIDE}: the stop at {run.time_s:.3g} s comes before the first "
-                         f"round's update is expected ({first:.3g} s): the run may apply none, "
-                         "and have no epoch time; the closed form's figures are one round's")
+            too_short = stops_before_first(run.time_s, "round's update", f"{first:.3g} s")
     rounds = max(rounds, 1)
     t_last = first + (rounds - 1) * steady
     steps = "steps" if period == 1 else f"sums of {period} steps"

@@ -179,7 +179,7 @@ def summary_headline(s: dict) -> str:
 
 
 def _prediction_text(pred: Prediction) -> str:
-    s = pred.summary
+    s, fastest = pred.summary, _fastest(pred)
     return "\n".join([
         f"{pred.scenario.name}: {pred.scenario.algorithm.kind}, "
         f"{pred.scenario.cluster.learners} learners (closed form)",
@@ -190,9 +190,9 @@ def _prediction_text(pred: Prediction) -> str:
         f"({s['steady_throughput_samples_per_s']:.1f} once started), bound by "
         f"{component_name(s['bound'])}",
         f"  learner step         {s['step_s']:.4f} s with its data and copies, waiting for "
-        f"nothing{_fastest(pred)}",
+        f"nothing{fastest}",
         f"  applied              {_per_learner(pred)} gradients a second a learner"
-        f"{' on average over the learners' if _fastest(pred) else ''}, its waits included; "
+        f"{' on average over the learners' if fastest else ''}, its waits included; "
         f"an update every {s['t_update_s']:.4f} s",
         f"  staleness            mean {s['staleness']['mean']:.3f}, p50 {s['staleness']['p50']}, "
         f"p95 {s['staleness']['p95']}   ({s['laws']['staleness']})",
@@ -651,9 +651,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # the stop's checks read the prediction itself (not a second closed form)
     try:
         budget.refuse_odd_cycles(scenario, costs)
-    except ScenarioError as exc:
-        raise ScenarioError(args.scenario, exc.problems) from None
-    try:
         pred = predict(scenario, costs)
     except ScenarioError as exc:            # said of the file, as every other refusal is
         raise ScenarioError(args.scenario, exc.problems) from None
@@ -744,8 +741,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if not 0 < args.batch <= 2**16 or not 0 < args.repeats <= 1000:
         raise UsageError("--batch must be an integer from 1 to 65536 and --repeats from 1 to "
                          "1000 (each repeat times every kernel)")
-    try:
-        gpu_name = catalog.lookup("gpus", args.gpu, inline=False)["name"]   # before PyTorch's import
+    from .specs import catalog_model
+
+    try:        # names only (no spec written out), before PyTorch's seconds of import
+        gpu = catalog.lookup("gpus", args.gpu, inline=False)["name"]
+        model = catalog_model(catalog.lookup("models", args.model, inline=False)["name"])
     except catalog.CatalogError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -753,15 +753,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("profile needs PyTorch: pip install 'asgdsim[profile]'") from None
     from .profile import measure, write_steps, write_table
-    from .specs import catalog_model
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {args.device}: PyTorch sees no CUDA device here")
-    try:
-        gpu = catalog.lookup("gpus", args.gpu, inline=False)["name"]
-        model = catalog_model(catalog.lookup("models", args.model, inline=False)["name"])
-    except catalog.CatalogError as exc:
-        raise UsageError(str(exc)) from None
     out = Path(args.out or f"profiles/{gpu}-{model.name}-b{args.batch}.csv")
     if out.exists() and not args.overwrite:
         raise UsageError(f"{out} exists; pass --overwrite to replace it or choose --out")

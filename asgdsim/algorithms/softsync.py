@@ -63,7 +63,7 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers
+    from ..analytic import OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers, stops_before_first
     from ..analytic import predict_async as closed_form
     from ..pmf import Pmf
 
@@ -88,7 +88,7 @@ def predict(scenario, costs):
     # a time stop before the first batch is complete: one update's figures,
     # labelled (an epoch of NaN said nothing: 29 gradients by 3.9 s, batches
     # of 32; a review)
-    before_first = gradients < c
+    before_first = gradients < c and scenario.stop.time is not None
     gradients = max(gradients, c)
     t_last = base.epoch_time_s * base.gradients * scenario.workload.sub_batch \
         / scenario.workload.dataset_samples
@@ -122,10 +122,9 @@ def predict(scenario, costs):
                               "that follow a batch's last by less than its update read the "
                               "weights before it, one version more")
     if before_first:
-        laws["assumptions"] = (
-            f"{OUTSIDE}: the stop comes before the first batch of {c} gradients is expected "
-            f"to be complete ({base.gradients:.0f} gradients by then): the run may apply none, "
-            "and have no epoch time; the closed form's figures are one update's")
+        laws["assumptions"] = stops_before_first(
+            scenario.stop.time, f"batch of {c} gradients",
+            f"{base.gradients:.0f} gradients by then")
     elif base.outside_assumptions:
         laws["assumptions"] = base.outside_assumptions
     elif base.bound == "server":

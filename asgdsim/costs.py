@@ -22,7 +22,7 @@ import numpy as np
 
 from . import overheads
 from .compute import KernelModel
-from .distributions import Empirical, Law, Mixture, law_from_spec, straggling
+from .distributions import Empirical, Law, Mixture, law_from_spec, slowest_of, straggling
 from .specs import EmpiricalSpec, GpuSpec, LawSpec, LinkSpec, ModelSpec
 
 if TYPE_CHECKING:
@@ -144,7 +144,15 @@ def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | EmpiricalSpec
     step = learner_step_time(scenario, cost_model(scenario, compute), gpu)
     if timing.jitter == "none":
         return Law.constant(step)
-    return law_from_spec(timing.jitter).scaled(step)
+    jitter, cluster = law_from_spec(timing.jitter), scenario.cluster
+    k = cluster.gpus_per_learner
+    if k == 1 or cluster.learner_split != "data":
+        return jitter.scaled(step)
+    # each GPU of a data-split learner draws its own step, and their ring
+    # waits for the slowest: the learner straggles as k sync learners would
+    ring = ring_allreduce_time(cluster.gpu_to_gpu,
+                               BYTES_PER_PARAMETER * scenario.workload.model.parameters, k)
+    return slowest_of(jitter, k).scaled(step - ring).plus(ring)
 
 
 def group_laws(scenario: Scenario) -> tuple:
@@ -222,7 +230,8 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
 
     A learner of k GPUs (``cluster.gpus_per_learner``) splits its work:
     ``data``, each GPU a k-th of the sub-batch, then their gradients summed
-    by a ring over the node's GPU link; ``layers``, the network cut where
+    by a ring over the node's GPU link (with jitter, the ring waits for the
+    slowest GPU: :func:`_step_law`); ``layers``, the network cut where
     its step time is shared most evenly, each GPU one stage in turn, the
     activations crossing each cut forward and their gradients back."""
     cluster, work = scenario.cluster, scenario.workload

@@ -33,7 +33,7 @@ from .pmf import binomial
 from .specs import LawSpec
 
 __all__ = ["Law", "Empirical", "apart_from_stragglers", "law_from_spec", "order_moments",
-           "top_quantile"]
+           "slowest_of", "top_quantile"]
 
 _BLOCK = 4096
 #: cells of the grid :meth:`_Duration.apart` integrates on
@@ -324,6 +324,23 @@ def order_moments(law, k: int, n: int) -> tuple[float, float]:
     spread = lambda x: 2 * (x - mean) * (above(x) - (x < mean))              # noqa: E731
     var = integrate.quad(spread, lo, hi, limit=400, points=sorted({mid, mean}))[0]
     return mean, math.sqrt(max(var, 0.0))
+
+
+def slowest_of(law: Law, k: int) -> Law:
+    """The law of the slowest of ``k`` independent draws of ``law``, as a
+    law of its family with the slowest's mean and sd (:func:`order_moments`):
+    a lognormal's or a gamma's slowest is close to one of its own family
+    (it is as skewed, a little narrower); the exponentials' and the
+    uniform's is a gamma above the law's least value (an exponential's max
+    is not exponential, a uniform's not uniform)."""
+    if k == 1 or law.is_constant:
+        return law
+    mean, sd = order_moments(law, k, k)
+    if law.family == "lognorm":
+        return law_from_spec(LawSpec(distribution="lognormal", mean=mean, cv=sd / mean))
+    least = law.shift + law.loc if law.family in ("expon", "uniform") else 0.0
+    shape = ((mean - least) / sd) ** 2
+    return Law("gamma", "gamma", scale=(mean - least) / shape, shape=shape, shift=least)
 
 
 def top_quantile(n: int) -> float:

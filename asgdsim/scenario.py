@@ -147,7 +147,8 @@ class Cluster(_Spec):
     gpu_nics: Count | None = None
     #: GPUs one learner spans (GPU A-SGD's learners), and how they share its work:
     #: data, the sub-batch split and the gradients summed over the node's GPU
-    #: link; layers, the network cut into consecutive stages
+    #: link once the slowest GPU is done (each GPU its own jitter); layers,
+    #: the network cut into consecutive stages
     gpus_per_learner: Count = 1
     learner_split: Literal["data", "layers"] = "data"
     #: a mixed cluster: nodes of different GPUs or shapes, in place of nodes,

@@ -261,7 +261,6 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
     scenario = _load(args)      # first: a mistake is answered before the heavy imports
     budget.check_learners(scenario, args.scenario)      # so is a cluster too big to simulate
     from .output import COMPARE_FILES, RUN_FILES, check_writable, write_run
-    from .simulation import simulate
 
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}{suffix}"
     # refuse before spending the simulation
@@ -278,6 +277,7 @@ def _simulate_into(args: argparse.Namespace, suffix: str = "",
         since, until = args.trace_window or (0.0, math.inf)
         timeline = Timeline(until=until, limit=args.trace_max_events, since=since)
     from .progress import RunBar, shown
+    from .simulation import simulate
 
     bar = RunBar(scenario.name) if shown(args.quiet) else None
     try:

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .atomic import atomic_text, atomic_write
-from .compare import compare_figures, comparison
 from .errors import OutputExists
 from .scenario import resolved_yaml
-from .simulation import Result
 
 if TYPE_CHECKING:
+    from .simulation import Result
     from .trace import Trace
 
 __all__ = ["COMPARE_FILES", "OutputExists", "RUN_FILES", "TRACE_FILE", "write_run"]
@@ -99,6 +98,9 @@ def write_run(result: Result, out: Path, overwrite: bool = False,
     moves (renames in one file system, microseconds), so an interrupted run
     leaves the previous files in ``out`` as they were, and whatever else
     the user keeps there is never touched."""
+    # the figures' libraries load here, after check_writable has answered
+    from .compare import compare_figures, comparison
+
     out = Path(out)
     check_writable(out, overwrite)
     sc = result.scenario

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from asgdsim import output, simulate
+from asgdsim import compare, simulate
 from asgdsim.output import RUN_FILES, interrupts_held, write_run
 
 from conftest import make
@@ -22,7 +22,7 @@ def test_an_interrupted_write_leaves_the_previous_run_as_it_was(tmp_path, monkey
 
     def interrupted(result):
         raise KeyboardInterrupt
-    monkeypatch.setattr(output, "compare_figures", interrupted)
+    monkeypatch.setattr(compare, "compare_figures", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_run(simulate(make(seed=2)), out, overwrite=True)
     assert {name: (out / name).read_bytes() for name in RUN_FILES} == before

@@ -904,6 +904,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     only = args.only or []
     if any(not text.strip() for text in only):
         raise UsageError("--only: expected some text to look for in the rows, got nothing")
+    for text in only:
+        # matched at the start of a word: a text without a letter or digit starts none
+        if not any(ch.isalnum() for ch in text):
+            raise UsageError(f"--only: expected a word or the start of one (a letter or "
+                             f"digit), got {text!r}")
     from .output import check_writable, interrupts_held
 
     out = Path(args.out)
@@ -948,13 +953,14 @@ def validation_text(table) -> str:
     rows = table[table["metric"] == THROUGHPUT]
     wide = max([len("system"), *map(len, rows["system"])]) + 1
     lines = [f"{'system':<{wide}}{'model':<11}{'batch':>6}{'GPUs':>5}{'nodes':>6}  {'algorithm':<10}"
-             f"{'prec.':<6}{'input':<10}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out"]
+             f"{'prec.':<6}{'input':<10}{'measured':>10}{'simulated':>11}{'rel. err':>10}  held out  "
+             "framework"]
     for r in rows.itertuples(index=False):
         sim = "-" if pd.isna(r.simulated) else f"{r.simulated:.1f}"
         err = r.method if pd.isna(r.rel_err) else f"{100 * r.rel_err:+.1f} %"
         lines.append(f"{r.system:<{wide}}{r.model:<11}{r.batch_per_gpu:>6}{r.gpus:>5}{r.nodes:>6}  "
                      f"{r.algorithm:<10}{r.precision:<6}{_input(r):<10}{r.measured:>10.1f}{sim:>11}"
-                     f"{err:>10}  {r.held_out}")
+                     f"{err:>10}  {r.held_out:<8}  {r.framework}")
     held = table[table["held_out"] == "yes"]
     for metric, what in ((THROUGHPUT, "throughput (samples/s)"),
                          (SPEEDUP, "speed-up over one GPU of the same table")):
@@ -1252,7 +1258,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # said by the command's own parser, with its usage (the top one
+        # would show only "asgdsim COMMAND ...")
+        commands = next(a for a in parser._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except ScenarioError as exc:

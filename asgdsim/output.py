@@ -76,8 +76,12 @@ def check_writable(out: Path, overwrite: bool, files: tuple[str, ...] = (),
         try:
             probe = tempfile.mkdtemp(prefix=".asgdsim-probe.", dir=parent)
         except OSError as exc:
-            raise OutputExists(f"cannot write {out}: the system would not make a folder in "
-                               f"{parent} ({exc.strerror or exc})") from None
+            why = exc.strerror or exc
+            raise OutputExists(
+                f"cannot write in {out}: the system refuses to make anything there ({why})"
+                if parent == out else
+                f"cannot make {out}: the system refuses to make a folder in {parent} ({why})"
+            ) from None
         with contextlib.suppress(OSError):
             os.rmdir(probe)
     if out.is_dir() and any(out.iterdir()) and not overwrite:

@@ -25,9 +25,21 @@ from .simulation import simulate
 
 __all__ = ["golden", "scenario_files", "agreement_table", "step_time_table", "tolerances"]
 
-ROOT = Path.cwd()
+#: the clone this package runs from (an editable install): its README,
+#: scenarios and golden files, wherever the command is started
+ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- agreement table: python -m asgdsim.regress --readme -->", "<!-- end of table -->"
 STEP_START = "<!-- step-time table: python -m asgdsim.regress --readme -->"
+
+
+def repository_root(parser: argparse.ArgumentParser) -> Path:
+    """:data:`ROOT`, or the parser's refusal (exit 2) where the package is
+    installed without its repository (no README or golden files to rewrite)."""
+    if not ((ROOT / "README.md").is_file() and (ROOT / "scenarios" / "expected").is_dir()):
+        parser.error(f"{ROOT} holds no README.md and scenarios/expected/: these commands "
+                     "rewrite a clone's files; run them from an editable install of one "
+                     "(pip install -e .)")
+    return ROOT
 
 
 def scenario_files(root: Path = ROOT) -> list[Path]:
@@ -104,6 +116,8 @@ def main() -> None:
     parser.add_argument("--readme", action="store_true",
                         help="rewrite README's agreement and step-time tables")
     args = parser.parse_args()
+    if args.update or args.readme:
+        repository_root(parser)
     if args.update:
         update()
     if args.readme:

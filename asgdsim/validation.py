@@ -68,8 +68,9 @@ TABLE = "cluster_measurements.csv"
 #: the columns of validation.csv (CONTRACT.md), then what helps read them
 COLUMNS = ["source", "system", "model", "gpu", "gpus", "nodes", "metric", "measured",
            "simulated", "rel_err"]
-EXTRA = ["algorithm", "framework", "precision", "layout", "batch_per_gpu", "data", "input_copy",
-         "cuda_graphs", "held_out", "in_fit", "method", "reference", "table"]
+EXTRA = ["algorithm", "framework", "setting", "servers", "precision", "layout", "batch_per_gpu",
+         "data", "input_copy", "cuda_graphs", "held_out", "in_fit", "method", "reference", "table",
+         "note"]
 THROUGHPUT, SPEEDUP = "throughput_samples_per_s", "speedup_over_1_gpu"
 #: what makes two rows one series of a table, whose one-GPU row is the speed-ups' base
 SERIES = ["source", "reference", "table", "system", "model", "batch_per_gpu", "precision", "data"]
@@ -268,13 +269,14 @@ def validate(only: str | Sequence[str] | None = None, tensor_shards: bool = Fals
                      "measured": m.measured, "simulated": simulated,
                      "rel_err": (simulated - m.measured) / m.measured,
                      "algorithm": m.algorithm, "framework": m.framework,
+                     "setting": m.published_setting, "servers": m.servers,
                      "precision": m.precision, "layout": m.layout,
                      "batch_per_gpu": m.batch_per_gpu, "data": m.data, "input_copy": m.input_copy,
                      "cuda_graphs": "yes" if m.cuda_graphs else "no",
                      "held_out": "yes" if m.held_out else "no",
                      "in_fit": "yes" if in_fit(m, fitted) else "no", "method": method,
-                     "reference": m.reference, "table": m.table})
-    table = pd.DataFrame(rows, columns=COLUMNS + EXTRA)
+                     "reference": m.reference, "table": m.table, "note": m.note})
+    table = pd.DataFrame(rows, columns=COLUMNS + EXTRA).astype({"servers": "Int64"})
     return pd.concat([table, speedups(table)], ignore_index=True)
 
 
@@ -321,7 +323,10 @@ def validation_figure(table):
     done = table[table["metric"] == THROUGHPUT].dropna(subset=["simulated"])
     fig = Figure(figsize=(7.5, 6.5), layout="constrained")
     ax = fig.add_subplot()
-    markers, colours = "os^vD<>pPX*h", colormaps["tab20"].colors
+    # tab20's ten dark hues, then their light pairs: neighbours in the list
+    # of systems never share a hue, and the twelve markers cycle apart from them
+    markers, pairs = "os^vD<>pPX*h", colormaps["tab20"].colors
+    colours = pairs[0::2] + pairs[1::2]
     systems = sorted({m.system for m in measurements()})
     for system, rows in done.groupby("system"):
         i = systems.index(system) if system in systems else len(systems)
@@ -400,7 +405,8 @@ def readme_table(golden: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     import argparse
     import json
-    from pathlib import Path
+
+    from .regress import repository_root
 
     parser = argparse.ArgumentParser(prog="python -m asgdsim.validation",
                                      description="regenerate the validation's golden medians")
@@ -408,18 +414,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--readme", action="store_true",
                         help="rewrite README's validation table from the golden file")
     args = parser.parse_args(argv)
-    if args.update:
-        Path(GOLDEN).write_text(json.dumps(summary(validate()), indent=1) + "\n")
-        print(f"wrote {GOLDEN}")
-    if args.readme:
-        readme = Path("README.md")
-        head, rest = readme.read_text().split(README_START, 1)
-        _, tail = rest.split(README_END, 1)
-        golden = json.loads(Path(GOLDEN).read_text())
-        readme.write_text(f"{head}{README_START}\n{readme_table(golden)}\n{README_END}{tail}")
-        print(f"rewrote the validation table in {readme}")
     if not (args.update or args.readme):
         parser.print_help()
+        return
+    root = repository_root(parser)
+    if args.update:
+        (root / GOLDEN).write_text(json.dumps(summary(validate()), indent=1) + "\n")
+        print(f"wrote {root / GOLDEN}")
+    if args.readme:
+        readme = root / "README.md"
+        head, rest = readme.read_text().split(README_START, 1)
+        _, tail = rest.split(README_END, 1)
+        golden = json.loads((root / GOLDEN).read_text())
+        readme.write_text(f"{head}{README_START}\n{readme_table(golden)}\n{README_END}{tail}")
+        print(f"rewrote the validation table in {readme}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,9 @@ def test_command_on_a_subset_writes_the_contract_columns(tmp_path, capsys):
     table = pd.read_csv(out / "validation.csv")
     assert list(table.columns[:len(COLUMNS)]) == COLUMNS
     assert set(table["source"]) == {"nvidia-dle-tensorflow"}
+    # the row's provenance comes along: its published setting and note
+    assert {"setting", "servers", "note", "reference", "table"} <= set(table.columns)
+    assert table["setting"].str.contains("horovod", case=False).all()
     assert (table["metric"] == THROUGHPUT).sum() == 14 and (table["metric"] == SPEEDUP).any()
     done = table.dropna(subset=["simulated"])
     assert len(done) == len(table)
@@ -98,6 +101,14 @@ def test_command_refuses_what_it_cannot_do(tmp_path, capsys):
     assert "--only" in capsys.readouterr().err
     assert main(["validate", "--out", str(tmp_path / "b"), "--only", "  "]) == 2
     assert "--only" in capsys.readouterr().err
+    # a text matched at the start of a word needs a letter or digit to start one
+    assert main(["validate", "--out", str(tmp_path / "b"), "--only", "("]) == 2
+    assert "--only" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    # a misspelt option: said with validate's own usage, not the top level's
+    with pytest.raises(SystemExit) as misspelt:
+        main(["validate", "--onyl", "ray"])
+    err = capsys.readouterr().err
+    assert misspelt.value.code == 2 and "usage: asgdsim validate" in err and "--onyl" in err
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "keep.txt").write_text("mine")
     assert main(["validate", "--out", str(tmp_path / "c"), "--only", "dgx-2"]) == 2
@@ -116,7 +127,7 @@ def test_command_refuses_a_folder_the_system_will_not_make_before_simulating(cap
     # through: the folder is tried, not only its permissions read
     assert main(["validate", "--out", "/proc/asgdsim-validate", "--only", "dgx-2"]) == 2
     err = capsys.readouterr()
-    assert "cannot write /proc/asgdsim-validate" in err.err and "DGX-2" not in err.out
+    assert "cannot make /proc/asgdsim-validate" in err.err and "DGX-2" not in err.out
 
 
 def test_only_looks_in_what_says_which_cluster_a_row_is_not_in_its_note():
@@ -310,3 +321,18 @@ def test_only_given_again_keeps_the_rows_that_mention_every_text(tmp_path):
     expected = {(m.source, m.system, m.gpus) for m in ddp if m.precision == "fp16"}
     assert set(zip(table["source"], table["system"], table["gpus"])) == expected
     assert set(table["precision"]) == {"fp16"} and len(expected) < len(ddp)
+
+
+def test_the_developer_commands_refuse_outside_a_clone(monkeypatch, tmp_path, capsys):
+    """Rewriting the golden medians and the README needs the clone the
+    package runs from: an install without one is refused, not a traceback
+    or a README.md of the working folder rewritten."""
+    from asgdsim import regress, validation
+
+    monkeypatch.setattr(regress, "ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("mine")
+    with pytest.raises(SystemExit) as refused:
+        validation.main(["--readme"])
+    assert refused.value.code == 2 and "editable install" in capsys.readouterr().err
+    assert (tmp_path / "README.md").read_text() == "mine"

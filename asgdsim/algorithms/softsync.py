@@ -63,8 +63,8 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import (ALONG, OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers,
-                            read_during_update, stops_before_first)
+    from ..analytic import (OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers, read_during_update,
+                            stops_before_first)
     from ..analytic import predict_async as closed_form
     from ..pmf import Pmf
 
@@ -113,7 +113,7 @@ def predict(scenario, costs):
     if costs.server_update_s and not base.outside_assumptions:
         laws["epoch_time"] += "; the pusher that completes a batch waits for its update, " \
                               "counted as 1/c of an update per push"
-    spread = None if missed or ALONG.get(base.bound, base.bound).startswith("server_port") or \
+    spread = None if missed or base.bound != "gpu" or \
         scenario.timing.communication == "ideal" else read_during_update(
             costs.server_update_s, costs.compute, base.t_gpu_s, learners, c)
     if spread is not None:

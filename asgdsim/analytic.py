@@ -922,6 +922,11 @@ def predict_async(sc: Scenario, costs: Costs, batch: int = 1) -> Prediction:
         laws.update(_outside(_all_start(m, gradients, c2)))
     if batch > 1 and not by_rank:
         staleness = batched_staleness(staleness, batch, missed)
+    if isinstance(missed, tuple):
+        staleness_law += (f"; the pushers that come while a batch's update applies read the "
+                          f"weights before it: {float(missed[0] @ missed[1]):.2g} of every "
+                          f"{batch} on average (each other learner within it by its steps' "
+                          "equilibrium chance)")
     laws.update(epoch_time=epoch_law, staleness=staleness_law)
     laws.update(_outside(_random_contention(util, law, loop.overhead_s + costs.server_update_s),
                          _coupled_shards(loop, topo, cycle), _sharded_fabric(loop, topo, cycle)))

@@ -141,18 +141,17 @@ def _step_law(scenario: Scenario, gpu: GpuSpec, compute: LawSpec | EmpiricalSpec
         from .measured import read_steps
 
         return Empirical.of(read_steps(compute.empirical))
-    step = learner_step_time(scenario, cost_model(scenario, compute), gpu)
+    cost, cluster = cost_model(scenario, compute), scenario.cluster
+    k = cluster.gpus_per_learner
+    if timing.jitter != "none" and k > 1 and cluster.learner_split == "data":
+        # each GPU of a data-split learner draws its own step, and their ring
+        # waits for the slowest: the learner straggles as k sync learners would
+        gpu_step, ring = data_split(scenario, cost, gpu)
+        return slowest_of(law_from_spec(timing.jitter), k).scaled(gpu_step).plus(ring)
+    step = learner_step_time(scenario, cost, gpu)
     if timing.jitter == "none":
         return Law.constant(step)
-    jitter, cluster = law_from_spec(timing.jitter), scenario.cluster
-    k = cluster.gpus_per_learner
-    if k == 1 or cluster.learner_split != "data":
-        return jitter.scaled(step)
-    # each GPU of a data-split learner draws its own step, and their ring
-    # waits for the slowest: the learner straggles as k sync learners would
-    ring = ring_allreduce_time(cluster.gpu_to_gpu,
-                               BYTES_PER_PARAMETER * scenario.workload.model.parameters, k)
-    return slowest_of(jitter, k).scaled(step - ring).plus(ring)
+    return law_from_spec(timing.jitter).scaled(step)
 
 
 def group_laws(scenario: Scenario) -> tuple:
@@ -225,6 +224,16 @@ def cost_model(scenario: Scenario, compute: str) -> ComputeCost:
     return kernel_cost(compute, scenario.timing.kernel_table, scenario.workload.cuda_graphs)
 
 
+def data_split(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec) -> tuple[float, float]:
+    """A data-split learner's two parts: each GPU's step on its k-th of the
+    sub-batch, and the ring over the node's GPU link that sums them."""
+    work, k = scenario.workload, scenario.cluster.gpus_per_learner
+    return (cost.step_time(gpu, work.model, math.ceil(work.sub_batch / k), work.precision,
+                           work.layout),
+            ring_allreduce_time(scenario.cluster.gpu_to_gpu,
+                                BYTES_PER_PARAMETER * work.model.parameters, k))
+
+
 def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None = None) -> float:
     """One learner's forward and backward seconds over its sub-batch.
 
@@ -240,9 +249,7 @@ def learner_step_time(scenario: Scenario, cost: ComputeCost, gpu: GpuSpec | None
         return cost.step_time(gpu, model, work.sub_batch, work.precision, work.layout)
     inside = cluster.gpu_to_gpu
     if cluster.learner_split == "data":
-        return (cost.step_time(gpu, model, math.ceil(work.sub_batch / k), work.precision,
-                               work.layout)
-                + ring_allreduce_time(inside, BYTES_PER_PARAMETER * model.parameters, k))
+        return sum(data_split(scenario, cost, gpu))
     layers = cost.breakdown(gpu, model, work.sub_batch, work.precision, work.layout)
     graph = [t for t in layers if t.op != "framework"]
     seconds = np.cumsum([t.forward_s + t.backward_s for t in graph])

@@ -63,8 +63,7 @@ def build(env, scenario, costs, weights, recorder, seed):
 
 
 def predict(scenario, costs):
-    from ..analytic import (OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers, read_during_update,
-                            stops_before_first)
+    from ..analytic import OUTSIDE, SCHEDULED_APPLIES, Run, missed_pushers, stops_before_first
     from ..analytic import predict_async as closed_form
     from ..pmf import Pmf
 
@@ -113,14 +112,6 @@ def predict(scenario, costs):
     if costs.server_update_s and not base.outside_assumptions:
         laws["epoch_time"] += "; the pusher that completes a batch waits for its update, " \
                               "counted as 1/c of an update per push"
-    spread = None if missed or base.bound != "gpu" or \
-        scenario.timing.communication == "ideal" else read_during_update(
-            costs.server_update_s, costs.compute, base.t_gpu_s, learners, c)
-    if spread is not None:
-        laws["staleness"] += (f"; the pushers that come while a batch's update applies read "
-                              f"the weights before it: {float(spread[0] @ spread[1]):.2g} of "
-                              f"every {c} on average (each other learner within it by its "
-                              "steps' equilibrium chance)")
     if missed:
         # the mean counts them (three port-bound draws of 8 to 15 learners:
         # 4.0, 3.96 and 2.25 simulated, 3.5, 3.48 and 2.0 without, 4.0, 3.98
